@@ -1,0 +1,41 @@
+"""EchoMQ: a reliable job queue on Valkey.
+
+Jobs are rows in ``emq:{q}:`` keys moved by one Lua script per transition
+(``lua/``): enqueue, claim under a server-clock lease with a fencing token,
+complete / retry / extend fenced by that token, reap expired leases, promote
+due jobs. Delivery is at-least-once; a consumer that is idempotent on the
+JOB id makes the effect exactly-once.
+
+The core needs only redis-py; ``echomq.contrib.django`` adds the Django bits.
+"""
+from .errors import (
+    Drop,
+    EchoMQError,
+    InvalidName,
+    JobNotFound,
+    KindError,
+    Retry,
+    StaleToken,
+    WrongState,
+)
+from .job import Job
+from .queue import Queue
+
+__all__ = [
+    "Queue", "Job", "Consumer", "Reaper",
+    "EchoMQError", "InvalidName", "KindError", "StaleToken", "JobNotFound", "WrongState",
+    "Retry", "Drop",
+]
+
+
+def __getattr__(name):
+    # The worker side is imported on first use so `import echomq` stays light.
+    if name == "Consumer":
+        from .consumer import Consumer
+
+        return Consumer
+    if name == "Reaper":
+        from .reaper import Reaper
+
+        return Reaper
+    raise AttributeError(name)

@@ -1,0 +1,62 @@
+"""Fair lanes: per-key sub-queues served in turn from the ring.
+
+A lane is named by a branded id (a codemojex lane is the player's ``PLR``
+id). ``Queue.enqueue(..., lane=L)`` puts a job on lane L; claims rotate the
+ring of servable lanes one step per job, so a lane with ten thousand jobs
+delays another lane's single job by at most one claim.
+"""
+from __future__ import annotations
+
+from . import keyspace
+from .errors import InvalidName
+
+
+class Lanes:
+    def __init__(self, queue):
+        self.queue = queue
+
+    def _op(self, lane: str, op: str, value: int = 0) -> bool:
+        key = keyspace.lane_key(self.queue.name, lane, "meta")
+        return self.queue._run("lane", (key,), (self.queue.prefix, lane, op, value)) == 1
+
+    def pause(self, lane: str) -> None:
+        """Stop serving ``lane``; its jobs stay ready and keep their order."""
+        self._op(lane, "pause")
+
+    def resume(self, lane: str) -> None:
+        self._op(lane, "resume")
+
+    def limit(self, lane: str, max_active: int | None) -> None:
+        """Serve at most ``max_active`` jobs of the lane at once (None: no limit)."""
+        value = 0 if max_active is None else max_active
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidName(f"lane limit must be a positive integer or None, got {max_active!r}")
+        self._op(lane, "limit", value)
+
+    def depth(self, lane: str) -> int:
+        """Ready jobs waiting on the lane."""
+        return self.queue.client.zcard(keyspace.lane_key(self.queue.name, lane))
+
+    def info(self, lane: str) -> dict:
+        c = self.queue.client
+        meta = c.hgetall(keyspace.lane_key(self.queue.name, lane, "meta"))
+        meta = {k.decode(): v.decode() for k, v in meta.items()}
+        return {"lane": lane, "depth": self.depth(lane), "active": int(meta.get("active", 0)),
+                "paused": meta.get("paused") == "1",
+                "limit": int(meta["limit"]) if "limit" in meta else None}
+
+    def names(self) -> list[str]:
+        return sorted(m.decode() for m in self.queue.client.smembers(self.queue.k_lanes))
+
+    def ring(self) -> list[str]:
+        """Lanes that can be served now, in the order they will be."""
+        return [m.decode() for m in self.queue.client.lrange(self.queue.k_ring, 0, -1)]
+
+    def deepest(self, n: int = 10) -> list[dict]:
+        """The ``n`` lanes with the most ready jobs."""
+        names = self.names()
+        pipe = self.queue.client.pipeline(transaction=False)
+        for lane in names:
+            pipe.zcard(keyspace.lane_key(self.queue.name, lane))
+        depths = sorted(zip(pipe.execute(), names), reverse=True)[:n]
+        return [self.info(lane) for _, lane in depths]

@@ -1,0 +1,314 @@
+"""The queue API: one method per transition of ``lua/``, plus read-only views.
+
+A ``Queue`` is cheap: a name, a redis-py client (``redis.Redis`` or
+``redis.cluster.RedisCluster``, created with ``decode_responses=False``) and
+the queue's key names. Names and ids are checked before anything is sent.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import redis
+
+from . import ids, keyspace
+from .errors import EchoMQError, InvalidName, from_reply
+from .job import Job
+from .scripts import BUNDLE, execute
+
+DEFAULT_LEASE_MS = 30_000
+
+
+def _int_ms(value, what: str, *, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InvalidName(f"{what} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _text(b) -> str | None:
+    return b.decode() if isinstance(b, bytes) else b
+
+
+def _typed(exc: Exception) -> Exception:
+    if isinstance(exc, redis.exceptions.ResponseError):
+        return from_reply(str(exc)) or exc
+    return exc
+
+
+class Reaped(int):
+    """reap()'s answer: the number of expired leases handled, with the split."""
+
+    def __new__(cls, returned: int, dead: int):
+        self = super().__new__(cls, returned + dead)
+        self.returned, self.dead = returned, dead
+        return self
+
+
+class Queue:
+    def __init__(self, name: str, client):
+        self.name = keyspace.check_queue(name)
+        self.client = client
+        self.prefix = keyspace.prefix(name)
+        k = self.prefix
+        self.k_pending, self.k_active = k + "pending", k + "active"
+        self.k_schedule, self.k_dead = k + "schedule", k + "dead"
+        self.k_ring, self.k_wake = k + "ring", k + "wake"
+        self.k_meta, self.k_lanes = k + "meta", k + "lanes"
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name}>"
+
+    # -- plumbing ---------------------------------------------------------
+    def _run(self, name: str, keys, args):
+        try:
+            return BUNDLE[name](self.client, keys, args)
+        except redis.exceptions.ResponseError as exc:
+            typed = from_reply(str(exc))
+            if typed is None:
+                raise
+            raise typed from None
+
+    def _pipeline(self):
+        return self.client.pipeline(transaction=False)
+
+    def job_key(self, job_id: str) -> str:
+        return keyspace.job_key(self.name, job_id)
+
+    # -- admission --------------------------------------------------------
+    def _enqueue_call(self, payload, job_id, lane, delay_ms):
+        if isinstance(payload, str):
+            payload = payload.encode()
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise TypeError(f"payload must be bytes or str, not {type(payload).__name__}")
+        job_id = ids.mint("JOB") if job_id is None else job_id
+        jk = self.job_key(job_id)  # validates shape and the JOB brand
+        lane = "" if lane is None else keyspace.check_lane(lane)
+        delay = 0 if delay_ms is None else _int_ms(delay_ms, "delay_ms", minimum=0)
+        keys = (jk, self.k_pending, self.k_schedule)
+        return job_id, keys, (self.prefix, job_id, bytes(payload), lane, delay)
+
+    _STATUS = {0: "duplicate", 1: "enqueued", 2: "scheduled"}
+
+    def enqueue(self, payload, *, job_id: str | None = None, lane: str | None = None,
+                delay_ms: int | None = None) -> tuple[str, str]:
+        """Admit a job. The JOB id is the idempotency key: enqueueing an id
+        that exists changes nothing and answers ``"duplicate"``."""
+        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms)
+        return job_id, self._STATUS[self._run("enqueue", keys, args)]
+
+    def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
+        """Admit many jobs in one pipelined round trip. Each item is a payload
+        or a mapping with ``payload`` and optional ``job_id``, ``lane``,
+        ``delay_ms``. Every item is validated before anything is sent."""
+        calls = []
+        for item in items:
+            if isinstance(item, Mapping):
+                calls.append(self._enqueue_call(item["payload"], item.get("job_id"),
+                                                item.get("lane"), item.get("delay_ms")))
+            else:
+                calls.append(self._enqueue_call(item, None, None, None))
+        pipe = self._pipeline()
+        for _, keys, args in calls:
+            BUNDLE["enqueue"].queue(pipe, keys, args)
+        out = []
+        for (job_id, _, _), reply in zip(calls, execute(pipe, self.client)):
+            if isinstance(reply, Exception):
+                raise _typed(reply)
+            out.append((job_id, self._STATUS[reply]))
+        return out
+
+    # -- the lease --------------------------------------------------------
+    def _claim_call(self, n: int, lease_ms: int):
+        _int_ms(lease_ms, "lease_ms", minimum=1)
+        _int_ms(n, "n", minimum=1)
+        return (self.k_pending, self.k_active, self.k_ring, self.k_meta), (self.prefix, lease_ms, n)
+
+    def _jobs(self, reply) -> list[Job]:
+        return [
+            Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
+                reply[i + 3].decode() or None, self.name)
+            for i in range(0, len(reply), 4)
+        ]
+
+    def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> list[Job]:
+        """Lease up to ``n`` ready jobs (flat first, then lanes in turn)."""
+        return self._jobs(self._run("claim", *self._claim_call(n, lease_ms)))
+
+    def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS) -> Job | None:
+        jobs = self.claim_batch(1, lease_ms=lease_ms)
+        return jobs[0] if jobs else None
+
+    def _fenced_keys(self, job_id: str):
+        return (self.job_key(job_id), self.k_active)
+
+    def complete(self, job_id: str, attempts: int) -> bool:
+        """Finish a job. True when completed, False when the row was already
+        gone; raises StaleToken when ``attempts`` no longer holds the lease."""
+        return self._run("complete", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts))) == 1
+
+    def queue_complete(self, pipe, job_id: str, attempts: int) -> None:
+        """Add a complete to a pipeline (run it with :func:`echomq.scripts.execute`)."""
+        BUNDLE["complete"].queue(pipe, self._fenced_keys(job_id), (self.prefix, job_id, int(attempts)))
+
+    def queue_claim(self, pipe, n: int, *, lease_ms: int) -> None:
+        BUNDLE["claim"].queue(pipe, *self._claim_call(n, lease_ms))
+
+    def complete_many(self, pairs: Iterable[tuple[str, int]]) -> list:
+        """Complete many jobs in one round trip. Each answer is True
+        (completed), False (gone) or a StaleToken instance."""
+        pipe = self._pipeline()
+        for job_id, attempts in pairs:
+            self.queue_complete(pipe, job_id, attempts)
+        return [_typed(r) if isinstance(r, Exception) else r == 1 for r in execute(pipe, self.client)]
+
+    def retry(self, job_id: str, attempts: int, *, delay_ms: int = 0, max_attempts: int = 3,
+              error: str = "") -> str:
+        """Fail a job: ``"scheduled"`` to run again after ``delay_ms``, or
+        ``"dead"`` once it has had ``max_attempts``; ``"gone"`` if no row."""
+        _int_ms(delay_ms, "delay_ms", minimum=0)
+        _int_ms(max_attempts, "max_attempts", minimum=1)
+        keys = (self.job_key(job_id), self.k_active, self.k_schedule, self.k_dead)
+        reply = self._run("retry", keys, (self.prefix, job_id, int(attempts), delay_ms, max_attempts,
+                                          str(error)[:2000]))
+        return _text(reply)
+
+    def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
+        """Heartbeat: the new lease deadline (server ms), 0 if the row is gone."""
+        _int_ms(lease_ms, "lease_ms", minimum=1)
+        return self._run("extend", self._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
+
+    def extend_many(self, pairs: Iterable[tuple[str, int]], *, lease_ms: int) -> list:
+        """Extend many leases in one round trip; answers as :meth:`extend`,
+        with StaleToken instances in place of raising."""
+        _int_ms(lease_ms, "lease_ms", minimum=1)
+        pipe = self._pipeline()
+        for job_id, attempts in pairs:
+            BUNDLE["extend"].queue(pipe, self._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
+        return [_typed(r) if isinstance(r, Exception) else r for r in execute(pipe, self.client)]
+
+    def release(self, job_id: str, attempts: int) -> bool:
+        """Hand back an unstarted job: ready again, not counted as an attempt."""
+        return self._run("release", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts))) == 1
+
+    # -- maintenance ------------------------------------------------------
+    def reap(self, *, max_stalls: int = 2, limit: int = 1000) -> Reaped:
+        """Return expired leases to their ready sets; dead-letter jobs that
+        stalled more than ``max_stalls`` times. One bounded pass."""
+        returned, dead = self._run("reap", (self.k_active, self.k_dead), (self.prefix, max_stalls, limit))
+        return Reaped(returned, dead)
+
+    def promote(self, *, limit: int = 1000) -> int:
+        """Move due scheduled jobs to their ready sets. One bounded pass."""
+        return self._run("promote", (self.k_schedule,), (self.prefix, limit))
+
+    def pause(self) -> None:
+        self._run("pause", (self.k_meta,), (self.prefix, "1"))
+
+    def resume(self) -> None:
+        self._run("pause", (self.k_meta,), (self.prefix, "0"))
+
+    def requeue_dead(self, job_id: str) -> None:
+        """Give a dead job a fresh set of attempts (JobNotFound, WrongState)."""
+        self._run("requeue", (self.job_key(job_id), self.k_dead), (self.prefix, job_id))
+
+    def remove(self, job_id: str) -> str | None:
+        """Delete a job wherever it is; answers the state it was in, or None."""
+        keys = (self.job_key(job_id), self.k_pending, self.k_active, self.k_schedule, self.k_dead)
+        reply = self._run("remove", keys, (self.prefix, job_id))
+        return None if reply == 0 else _text(reply)
+
+    @property
+    def lanes(self):
+        from .lanes import Lanes
+
+        return Lanes(self)
+
+    # -- views ------------------------------------------------------------
+    _COUNT_FIELDS = ("pending", "active", "scheduled", "dead", "completed", "dead_total",
+                     "lanes", "ring", "paused")
+
+    def counts(self) -> dict:
+        keys = (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta,
+                self.k_lanes, self.k_ring)
+        reply = self._run("counts", keys, (self.prefix,))
+        out = dict(zip(self._COUNT_FIELDS, (int(v) for v in reply)))
+        out["paused"] = bool(out["paused"])
+        return out
+
+    def job(self, job_id: str) -> dict | None:
+        """The job's row (payload as bytes, numbers as ints) with its lease
+        deadline or run-at time when it has one; None when there is no row."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.job_key(job_id))
+        pipe.zscore(self.k_active, job_id)
+        pipe.zscore(self.k_schedule, job_id)
+        row, deadline, run_at = pipe.execute()
+        if not row:
+            return None
+        out = {"id": job_id}
+        for k, v in row.items():
+            k = k.decode()
+            out[k] = v if k == "payload" else v.decode(errors="replace")
+        for k in ("attempts", "base", "stalled", "created", "died"):
+            if k in out:
+                out[k] = int(out[k])
+        if deadline is not None:
+            out["lease_deadline"] = int(deadline)
+        if run_at is not None:
+            out["run_at"] = int(run_at)
+        return out
+
+    def _listing(self, key: str, limit: int, newest_first: bool) -> list[tuple[str, int]]:
+        fetch = self.client.zrevrange if newest_first else self.client.zrange
+        return [(m.decode(), int(s)) for m, s in fetch(key, 0, limit - 1, withscores=True)]
+
+    def _rows(self, pairs, score_name: str) -> list[dict]:
+        pipe = self.client.pipeline(transaction=False)
+        for job_id, _ in pairs:
+            pipe.hmget(self.job_key(job_id), "attempts", "lane", "last_error", "stalled")
+        out = []
+        for (job_id, score), (att, lane, err, stalled) in zip(pairs, pipe.execute()):
+            out.append({"id": job_id, score_name: score, "attempts": int(att or 0),
+                        "lane": _text(lane), "last_error": _text(err), "stalled": int(stalled or 0)})
+        return out
+
+    def dead_jobs(self, limit: int = 100) -> list[dict]:
+        """Dead-lettered jobs, newest first, with their last error."""
+        return self._rows(self._listing(self.k_dead, limit, True), "died")
+
+    def active_jobs(self, limit: int = 100) -> list[dict]:
+        """Leased jobs, soonest deadline first."""
+        return self._rows(self._listing(self.k_active, limit, False), "lease_deadline")
+
+    def scheduled_jobs(self, limit: int = 100) -> list[dict]:
+        """Delayed and retrying jobs, soonest first."""
+        return self._rows(self._listing(self.k_schedule, limit, False), "run_at")
+
+    def pending_ids(self, limit: int = 100) -> list[str]:
+        return [m.decode() for m in self.client.zrange(self.k_pending, 0, limit - 1)]
+
+    def per_minute(self, minutes: int = 60) -> list[dict]:
+        """Completed and dead counts for each of the last ``minutes`` minutes
+        (server clock), oldest first."""
+        secs, _ = self.client.time()
+        now_min = int(secs) // 60
+        pipe = self.client.pipeline(transaction=False)
+        span = range(now_min - minutes + 1, now_min + 1)
+        for m in span:
+            pipe.hmget(f"{self.prefix}minute:{m}", "completed", "dead")
+        return [{"minute": m, "completed": int(c or 0), "dead": int(d or 0)}
+                for m, (c, d) in zip(span, pipe.execute())]
+
+    def server_time_ms(self) -> int:
+        secs, micros = self.client.time()
+        return int(secs) * 1000 + int(micros) // 1000
+
+    def keys(self) -> list[str]:
+        """Every key of this queue that exists now (SCAN; for tests and tools)."""
+        return sorted(k.decode() for k in self.client.scan_iter(match=self.prefix.replace("{", "\\{").replace("}", "\\}") + "*", count=1000))
+
+    def wait_for_work(self, timeout_s: float) -> bool:
+        """Park on the wake list (BLPOP) for up to ``timeout_s``; True if woken."""
+        return self.client.blpop([self.k_wake], timeout=timeout_s) is not None
+
+
+__all__ = ["Queue", "Job", "Reaped", "EchoMQError", "DEFAULT_LEASE_MS"]

@@ -1,0 +1,83 @@
+"""The Lua bundle: one script per transition, loaded from ``lua/``.
+
+Each script's text is assembled at import (``--- @include "name"`` pulls in
+``lua/include/name.lua`` once), so its SHA1 is known before any connection
+exists. Calls go out as EVALSHA; a NOSCRIPT reply (a restarted or flushed
+server) loads the script and tries again, which is safe because a script that
+was not found did not run.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import redis
+
+LUA_DIR = Path(__file__).resolve().parent.parent / "lua"
+_INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.M)
+
+
+def _assemble(text: str, seen: set[str]) -> str:
+    def inline(m: re.Match) -> str:
+        name = m.group(1)
+        if name in seen:
+            return f"-- (include {name}: already above)"
+        seen.add(name)
+        body = (LUA_DIR / "include" / f"{name}.lua").read_text()
+        return f"-- >>> include {name}\n{_assemble(body, seen)}\n-- <<< include {name}"
+
+    return _INCLUDE.sub(inline, text)
+
+
+class Script:
+    """One transition: its assembled source and SHA1."""
+
+    def __init__(self, name: str, source: str):
+        self.name = name
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    def __call__(self, client, keys, args):
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            client.script_load(self.source)
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    def queue(self, pipe, keys, args) -> None:
+        """Add this script to a pipeline; see :func:`execute`."""
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+
+    def __repr__(self) -> str:
+        return f"<Script {self.name} {self.sha[:10]}>"
+
+
+def load(name: str) -> Script:
+    return Script(name, _assemble((LUA_DIR / f"{name}.lua").read_text(), set()))
+
+
+NAMES = (
+    "enqueue", "claim", "complete", "retry", "extend", "release",
+    "reap", "promote", "requeue", "remove", "lane", "pause", "counts",
+)
+BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
+
+
+def execute(pipe, client) -> list:
+    """Run a pipeline of script calls; reply errors come back as exception
+    objects in place. Calls answered NOSCRIPT did not run: load every script
+    and run just those calls again, in order."""
+    stack = list(pipe.command_stack)
+    results = pipe.execute(raise_on_error=False)
+    missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
+    if missing:
+        for script in BUNDLE.values():
+            client.script_load(script.source)
+        again = client.pipeline(transaction=False)
+        for i in missing:
+            args, options = stack[i].args, stack[i].options
+            again.execute_command(*args, **options)
+        for i, r in zip(missing, again.execute(raise_on_error=False)):
+            results[i] = r
+    return results

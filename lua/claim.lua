@@ -1,0 +1,66 @@
+--[[ claim: lease up to n ready jobs.
+
+Flat pending jobs are served first (ZPOPMIN: oldest mint). Then lanes: each
+pick rotates the ring one step (LMOVE ring ring LEFT RIGHT) and pops the head
+of that lane, so lanes are served in turn and a deep lane cannot starve a
+shallow one. Each claimed row gets HINCRBY attempts 1 (the fencing token),
+state active, and a lease in the active set at server TIME + lease_ms.
+
+KEYS[1] flat pending     emq:{q}:pending
+KEYS[2] active           emq:{q}:active
+KEYS[3] ring             emq:{q}:ring
+KEYS[4] meta             emq:{q}:meta
+ARGV[1] P                emq:{q}:
+ARGV[2] lease_ms
+ARGV[3] n                how many jobs at most
+
+Reply: a flat array, four entries per job: id, payload, token, lane ('' if
+flat). Empty when nothing is ready or the queue is paused.
+]]
+--- @include "now"
+--- @include "lanes"
+
+local P = ARGV[1]
+local lease = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+if redis.call('HGET', KEYS[4], 'paused') == '1' then return {} end
+
+local deadline = now_ms() + lease
+local out = {}
+
+local function lease_job(id, lane)
+  local jk = P .. 'job:' .. id
+  local token = redis.call('HINCRBY', jk, 'attempts', 1)
+  redis.call('HSET', jk, 'state', 'active')
+  redis.call('ZADD', KEYS[2], deadline, id)
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', jk, 'payload')
+  out[#out + 1] = token
+  out[#out + 1] = lane
+end
+
+local flat = redis.call('ZPOPMIN', KEYS[1], n)
+for i = 1, #flat, 2 do lease_job(flat[i], '') end
+
+local taken = #flat / 2
+-- Every lane on the ring is servable (see lanes.lua), so each step claims one
+-- job; the bound only guards against a ring that lost its invariant.
+local guard = redis.call('LLEN', KEYS[3])
+while taken < n and guard > 0 do
+  local lane = redis.call('LMOVE', KEYS[3], KEYS[3], 'LEFT', 'RIGHT')
+  if not lane then break end
+  local popped = redis.call('ZPOPMIN', lane_pending_key(P, lane))
+  if #popped == 0 then
+    redis.call('RPOP', KEYS[3])  -- the lane we just rotated to the tail
+    guard = guard - 1
+  else
+    lease_job(popped[1], lane)
+    redis.call('HINCRBY', lane_meta_key(P, lane), 'active', 1)
+    if not lane_servable(P, lane) then
+      redis.call('RPOP', KEYS[3])  -- drained or at its limit: off the ring
+    end
+    taken = taken + 1
+    guard = redis.call('LLEN', KEYS[3])
+  end
+end
+return out

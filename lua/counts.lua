@@ -1,0 +1,27 @@
+--[[ counts: how many jobs are in each state, read in one atomic pass.
+
+KEYS[1] flat pending     emq:{q}:pending
+KEYS[2] active           emq:{q}:active
+KEYS[3] schedule         emq:{q}:schedule
+KEYS[4] dead             emq:{q}:dead
+KEYS[5] meta             emq:{q}:meta
+KEYS[6] lanes            emq:{q}:lanes
+KEYS[7] ring             emq:{q}:ring
+ARGV[1] P                emq:{q}:
+
+Reply: {pending, active, scheduled, dead, completed, dead_total, lanes, ring, paused}
+pending counts the flat set and every lane; completed and dead_total are
+running totals since the queue was created.
+]]
+--- @include "lanes"
+
+local P = ARGV[1]
+local pending = redis.call('ZCARD', KEYS[1])
+local lanes = redis.call('SMEMBERS', KEYS[6])
+for _, lane in ipairs(lanes) do
+  pending = pending + redis.call('ZCARD', lane_pending_key(P, lane))
+end
+local m = redis.call('HMGET', KEYS[5], 'completed', 'dead', 'paused')
+return {pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]),
+  redis.call('ZCARD', KEYS[4]), tonumber(m[1] or '0'), tonumber(m[2] or '0'),
+  #lanes, redis.call('LLEN', KEYS[7]), m[3] == '1' and 1 or 0}

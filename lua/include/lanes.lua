@@ -1,0 +1,49 @@
+-- Lane bookkeeping, shared by every script that moves a laned job.
+--
+-- A lane L of the queue with prefix P owns two keys:
+--   P..'g:'..L..':pending'  zset of ready job ids, score 0 (mint order)
+--   P..'g:'..L..':meta'     hash: paused ('1'), limit (max active), active
+-- and two queue keys track lanes as a whole:
+--   P..'ring'               list of lanes that can be served now, each once
+--   P..'lanes'              set of lanes that have jobs or settings
+--
+-- Invariant: L is on the ring exactly when lane_servable(P, L). A script reads
+-- lane_servable before it changes a lane and calls lane_settle after, which
+-- puts the lane on the ring or takes it off as the answer changed.
+
+local function lane_pending_key(P, lane) return P .. 'g:' .. lane .. ':pending' end
+local function lane_meta_key(P, lane) return P .. 'g:' .. lane .. ':meta' end
+
+local function lane_servable(P, lane)
+  if redis.call('ZCARD', lane_pending_key(P, lane)) == 0 then return false end
+  local m = redis.call('HMGET', lane_meta_key(P, lane), 'paused', 'limit', 'active')
+  if m[1] == '1' then return false end
+  if m[2] and tonumber(m[3] or '0') >= tonumber(m[2]) then return false end
+  return true
+end
+
+local function lane_settle(P, lane, was_servable)
+  local now_servable = lane_servable(P, lane)
+  if now_servable and not was_servable then
+    redis.call('RPUSH', P .. 'ring', lane)
+  elseif was_servable and not now_servable then
+    redis.call('LREM', P .. 'ring', 1, lane)
+  end
+  if not now_servable and redis.call('ZCARD', lane_pending_key(P, lane)) == 0 then
+    -- Forget a lane that holds nothing: no ready jobs, none active, no settings.
+    local mk = lane_meta_key(P, lane)
+    local m = redis.call('HMGET', mk, 'paused', 'limit', 'active')
+    if not m[1] and not m[2] and tonumber(m[3] or '0') <= 0 then
+      redis.call('DEL', mk)
+      redis.call('SREM', P .. 'lanes', lane)
+    end
+  end
+  return now_servable
+end
+
+-- One job of the lane left the active state (completed, retried, reaped, ...).
+local function lane_release_active(P, lane)
+  local was = lane_servable(P, lane)
+  redis.call('HINCRBY', lane_meta_key(P, lane), 'active', -1)
+  lane_settle(P, lane, was)
+end

@@ -1,0 +1,47 @@
+--[[ reap: return jobs whose lease expired (server TIME) to their ready set.
+
+A job that was leased and never finished is presumed to have lost its worker.
+Its stall count goes up; past max_stalls it is dead-lettered instead, so a
+poison job that kills every worker that touches it cannot loop forever. The
+attempts count is left alone: the next claim raises it, which makes the old
+worker's token stale.
+
+KEYS[1] active           emq:{q}:active
+KEYS[2] dead             emq:{q}:dead
+ARGV[1] P                emq:{q}:
+ARGV[2] max_stalls       stalls allowed before dead-lettering
+ARGV[3] limit            at most this many jobs per call (bounded pass)
+
+Reply: {returned, dead}
+]]
+--- @include "now"
+--- @include "wake"
+--- @include "lanes"
+--- @include "ready"
+--- @include "stats"
+
+local P = ARGV[1]
+local max_stalls = tonumber(ARGV[2])
+local now = now_ms()
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+local returned, dead = 0, 0
+for _, id in ipairs(expired) do
+  local jk = P .. 'job:' .. id
+  redis.call('ZREM', KEYS[1], id)
+  if redis.call('EXISTS', jk) == 1 then
+    local lane = redis.call('HGET', jk, 'lane')
+    if lane and lane ~= '' then lane_release_active(P, lane) end
+    local stalls = redis.call('HINCRBY', jk, 'stalled', 1)
+    if stalls > max_stalls then
+      redis.call('HSET', jk, 'state', 'dead', 'died', now,
+        'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
+      redis.call('ZADD', KEYS[2], now, id)
+      count(P, 'dead', now)
+      dead = dead + 1
+    else
+      make_ready(P, id, jk)
+      returned = returned + 1
+    end
+  end
+end
+return {returned, dead}

