@@ -1,0 +1,108 @@
+"""The per-round leaderboard in Valkey, and its rebuild from the database.
+
+Key ``cm:lb:<RND id>`` is a sorted set: member = PLR id, score =
+``total * 10**12 + (10**12 - 1 - offset_ms)`` where ``offset_ms`` is how long
+after the round's creation the guess was submitted (both read from the
+snowflake ids, so worker, rebuild and settlement agree without a clock). A
+higher score is a better total, or the same total reached earlier. Updates
+use ``ZADD … GT``, so applying the same guess twice, or an older worse one
+late, changes nothing: the set only ever moves to a player's best. Scores
+stay below 2**53, so the double Valkey stores is exact.
+
+The database is the authority: ``rebuild`` recomputes a round's set from the
+scored guesses and must give the same set as the live one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from echomq import ids
+from echomq.contrib.django import get_client
+
+from .models import Guess
+
+SCALE = 10**12
+
+
+def key(round_id: str) -> str:
+    return f"cm:lb:{round_id}"
+
+
+def offset_ms(guess_id: str, round_id: str) -> int:
+    """Milliseconds from the round's creation to the guess's submission."""
+    return min(max(ids.minted_at_ms(guess_id) - ids.minted_at_ms(round_id), 0), SCALE - 1)
+
+
+def composite(total: int, offset: int) -> int:
+    return total * SCALE + (SCALE - 1 - offset)
+
+
+def split(score: float) -> tuple[int, int]:
+    """(total, offset_ms) back from a composite score."""
+    total, rest = divmod(int(score), SCALE)
+    return total, SCALE - 1 - rest
+
+
+def record(round_id: str, player_id: str, guess_id: str, total: int, client=None) -> None:
+    """Apply one scored guess (idempotent, order-independent)."""
+    client = client or get_client()
+    client.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
+
+
+@dataclass(frozen=True)
+class Standing:
+    rank: int
+    player_id: str
+    total: int
+    offset_ms: int
+
+
+def _ranked(pairs) -> list[Standing]:
+    ordered = sorted(pairs, key=lambda p: (-p[1], p[0]))
+    out = []
+    for i, (player, score) in enumerate(ordered, start=1):
+        total, off = split(score)
+        out.append(Standing(i, player, total, off))
+    return out
+
+
+def live(round_id: str, client=None) -> dict[str, int]:
+    """The live set as {PLR id: composite score}."""
+    client = client or get_client()
+    return {m.decode(): int(s) for m, s in client.zrange(key(round_id), 0, -1, withscores=True)}
+
+
+def top(round_id: str, n: int = 10, client=None) -> list[Standing]:
+    """The best ``n`` standings from Valkey (callers decide whether a blind
+    round's leaderboard may be shown yet)."""
+    client = client or get_client()
+    pairs = [(m.decode(), int(s)) for m, s in client.zrevrange(key(round_id), 0, n - 1, withscores=True)]
+    return _ranked(pairs)
+
+
+def from_db(round_id: str) -> dict[str, int]:
+    """{PLR id: composite score} computed from the scored guesses."""
+    best: dict[str, int] = {}
+    rows = Guess.objects.filter(round_id=round_id, status=Guess.Status.SCORED).values_list("id", "player_id", "total")
+    for guess_id, player_id, total in rows.iterator():
+        score = composite(total, offset_ms(guess_id, round_id))
+        if score > best.get(player_id, -1):
+            best[player_id] = score
+    return best
+
+
+def standings_from_db(round_id: str) -> list[Standing]:
+    """Ranked standings from the database: best total, then who reached it first."""
+    return _ranked(from_db(round_id).items())
+
+
+def rebuild(round_id: str, client=None) -> int:
+    """Replace the live set with the one computed from the database (atomic)."""
+    client = client or get_client()
+    scores = from_db(round_id)
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(key(round_id))
+    if scores:
+        pipe.zadd(key(round_id), scores)
+    pipe.execute()
+    return len(scores)

@@ -1,0 +1,97 @@
+"""In-app notifications, created by the ``cm.notify`` consumer.
+
+After a round closes, settlement enqueues one job per participant. Job ids
+are derived from (player, round, kind), so a redelivered settle job's
+requests collapse at admission while the first ones are still queued, and
+the ``Notification`` unique constraint on (player, round, kind) makes the
+handler idempotent after that. Payloads carry ids only.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+from django.db import IntegrityError, transaction
+
+from echomq import ids
+from echomq.contrib.django import get_queue
+
+from .models import Guess, LedgerEntry, Notification, Player, Round, RoundEntry
+
+log = logging.getLogger("games.notifications")
+
+QUEUE = "cm.notify"
+
+
+def notify_job_id(player_id: str, round_id: str, kind: str) -> str:
+    digest = hashlib.sha256(f"{player_id}|{round_id}|{kind}".encode()).digest()
+    return ids.encode("JOB", int.from_bytes(digest[:8], "big") & ids.MAX_N)
+
+
+def _kind_for(rnd: Round) -> str | None:
+    if rnd.status == Round.Status.SETTLED:
+        return Notification.Kind.SETTLED
+    if rnd.status == Round.Status.VOIDED:
+        return Notification.Kind.VOIDED
+    return None
+
+
+def enqueue_for_round(round_id: str) -> int:
+    """Ask for a notification to every participant of a closed round.
+    Never raises: a lost request is re-made by the next settle delivery."""
+    rnd = Round.objects.filter(pk=round_id).first()
+    kind = rnd and _kind_for(rnd)
+    if not kind:
+        return 0
+    players = sorted(set(Guess.objects.filter(round_id=round_id).values_list("player_id", flat=True)))
+    items = [{"payload": json.dumps({"player": p, "round": round_id, "kind": kind}).encode(),
+              "job_id": notify_job_id(p, round_id, kind), "lane": p} for p in players]
+    if not items:
+        return 0
+    try:
+        answers = get_queue(QUEUE).enqueue_many(items)
+    except Exception as exc:
+        log.warning("notifications for %s not sent (%s: %s)", round_id, type(exc).__name__, exc)
+        return 0
+    return sum(1 for _, status in answers if status != "duplicate")
+
+
+def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:
+    name = rnd.title or rnd.pk
+    if kind == Notification.Kind.VOIDED:
+        refunded = sum(LedgerEntry.objects.filter(player_id=player_id, reason=LedgerEntry.Reason.REFUND,
+                                                  reference__in=rnd.guesses.values("id"))
+                       .values_list("delta", flat=True))
+        return f"Round {name} was cancelled; {refunded} {rnd.currency} refunded.", {"refunded": refunded}
+    prize = sum(LedgerEntry.objects.filter(player_id=player_id, reason=LedgerEntry.Reason.PRIZE,
+                                           reference=rnd.pk).values_list("delta", flat=True))
+    entry = RoundEntry.objects.filter(round=rnd, player_id=player_id).first()
+    best = entry.best_total if entry else 0
+    rank = next((p["rank"] for p in rnd.result.get("payouts", []) if p["player"] == player_id), None)
+    verb = "revealed" if rnd.kind == Round.Kind.BLIND else "settled"
+    if prize:
+        text = f"Round {name} {verb}: you won {prize} diamonds with {best}/600."
+    else:
+        text = f"Round {name} {verb}: your best was {best}/600. Better luck next round."
+    return text, {"prize": prize, "best_total": best, "rank": rank}
+
+
+def deliver(player_id: str, round_id: str, kind: str) -> Notification | None:
+    """Create the notification once; None when the player or round is gone."""
+    rnd = Round.objects.filter(pk=round_id).first()
+    if rnd is None or not Player.objects.filter(pk=player_id).exists():
+        return None
+    existing = Notification.objects.filter(player_id=player_id, round=rnd, kind=kind).first()
+    if existing:
+        return existing
+    text, data = _text(rnd, player_id, kind)
+    try:
+        with transaction.atomic():
+            return Notification.objects.create(player_id=player_id, round=rnd, kind=kind, text=text[:300], data=data)
+    except IntegrityError:
+        return Notification.objects.get(player_id=player_id, round=rnd, kind=kind)
+
+
+def unread(player) -> list[Notification]:
+    return list(Notification.objects.filter(player=player, read_at__isnull=True))

@@ -1,0 +1,70 @@
+"""Creating rounds, and the blind-round commitment.
+
+A round snapshots its keyboard (a random subset of an emoji set, or all of
+it) and draws a secret of six distinct emojis from that keyboard, both with
+the OS random source. A blind round also publishes
+``sha256_hex(e0 + "\\x1e" + … + e5 + "\\x1e" + nonce)`` at creation, so after
+the reveal anyone can check the secret was fixed in advance.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Sequence
+
+from django.utils import timezone
+
+from . import engine
+from .models import DEFAULT_KEYBOARD_SIZE, EmojiSet, Round
+
+SEPARATOR = "\x1e"
+_random = secrets.SystemRandom()
+
+
+class RoundError(ValueError):
+    """A round could not be created as asked."""
+
+
+def commitment(secret: Sequence[str], nonce: str) -> str:
+    """The published commitment of a blind round's secret."""
+    return hashlib.sha256(SEPARATOR.join([*secret, nonce]).encode("utf-8")).hexdigest()
+
+
+def verify_commitment(commitment_hex: str, secret: Sequence[str], nonce: str) -> bool:
+    return secrets.compare_digest(commitment(secret, nonce), commitment_hex)
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currency: str = "keys",
+                 guess_price: int = 1, prize_pool: int = 0, duration: timedelta = timedelta(hours=1),
+                 keyboard_size: int | None = DEFAULT_KEYBOARD_SIZE, weights: list[int] | None = None,
+                 title: str = "") -> Round:
+    """Create and save an open round; ``keyboard_size=None`` uses the whole set."""
+    kind = Round.Kind(kind)
+    pool = list(emoji_set.emojis)
+    size = len(pool) if keyboard_size is None else keyboard_size
+    if size < engine.SIZE or size > len(pool):
+        raise RoundError(f"keyboard size must be between {engine.SIZE} and {len(pool)}")
+    if duration.total_seconds() <= 0:
+        raise RoundError("a round must last some time")
+    if weights is not None and (not weights or any(not isinstance(w, int) or w <= 0 for w in weights)):
+        raise RoundError("weights must be positive whole numbers")
+    keyboard = pool if size == len(pool) else _random.sample(pool, size)
+    secret = _random.sample(keyboard, engine.SIZE)
+    nonce = new_nonce() if kind == Round.Kind.BLIND else ""
+    now = timezone.now()
+    rnd = Round(
+        title=title, emoji_set=emoji_set, keyboard=keyboard, secret=secret, kind=kind,
+        currency=currency, guess_price=guess_price, prize_pool=prize_pool,
+        nonce=nonce, commitment=commitment(secret, nonce) if nonce else "",
+        created_at=now, ends_at=now + duration,
+    )
+    if weights is not None:
+        rnd.weights = list(weights)
+    rnd.full_clean()
+    rnd.save(force_insert=True)
+    return rnd

@@ -1,0 +1,105 @@
+"""The wallet service: the only code that changes balances.
+
+Each change locks the wallet row (``SELECT … FOR UPDATE``), checks the new
+balance is not negative, writes it and appends one ``LedgerEntry`` -- all in
+one transaction, so a balance always equals the sum of its ledger. The CHECK
+constraints on ``Wallet`` make the database refuse a negative balance even
+if some future code forgets the check.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Sum
+
+from .models import Currency, LedgerEntry, Player, Wallet
+
+DIAMONDS_PER_KEY = 10
+
+
+class WalletError(Exception):
+    """A balance change was refused; ``message`` is fit to show a player."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class InsufficientFunds(WalletError):
+    def __init__(self, currency: str, needed: int, available: int):
+        super().__init__(f"Not enough {currency}: this needs {needed}, you have {available}.")
+        self.currency, self.needed, self.available = currency, needed, available
+
+
+def _player_id(player) -> str:
+    return player.pk if isinstance(player, Player) else player
+
+
+def lock_wallet(player) -> Wallet:
+    """The player's wallet, row-locked until the surrounding transaction ends."""
+    pid = _player_id(player)
+    Wallet.objects.get_or_create(player_id=pid)
+    return Wallet.objects.select_for_update().get(player_id=pid)
+
+
+def apply(player, currency: str, delta: int, reason: str, reference: str = "", *,
+          wallet: Wallet | None = None) -> LedgerEntry:
+    """Change one balance by ``delta`` and record it; InsufficientFunds if it
+    would go negative. Pass ``wallet`` when the caller already holds its lock."""
+    currency = Currency(currency).value
+    if not isinstance(delta, int) or isinstance(delta, bool) or delta == 0:
+        raise WalletError("a balance change must be a non-zero whole number")
+    with transaction.atomic():
+        w = wallet if wallet is not None else lock_wallet(player)
+        before = getattr(w, currency)
+        after = before + delta
+        if after < 0:
+            raise InsufficientFunds(currency, -delta, before)
+        setattr(w, currency, after)
+        w.save(update_fields=[currency, "updated_at"])
+        return LedgerEntry.objects.create(player_id=w.player_id, currency=currency, delta=delta,
+                                          balance_after=after, reason=reason, reference=reference)
+
+
+def grant(player, currency: str, amount: int, *, reason: str = LedgerEntry.Reason.GRANT,
+          reference: str = "") -> LedgerEntry:
+    """Credit (positive) or debit (negative) ``amount`` by an operator."""
+    return apply(player, currency, amount, reason, reference)
+
+
+def exchange_diamonds(player, keys: int) -> tuple[LedgerEntry, LedgerEntry]:
+    """Turn ``10 * keys`` diamonds into ``keys`` keys, atomically."""
+    if not isinstance(keys, int) or keys <= 0:
+        raise WalletError("exchange a positive whole number of keys")
+    with transaction.atomic():
+        w = lock_wallet(player)
+        ref = f"{keys * DIAMONDS_PER_KEY} diamonds -> {keys} keys"
+        spent = apply(player, Currency.DIAMONDS, -keys * DIAMONDS_PER_KEY, LedgerEntry.Reason.EXCHANGE, ref, wallet=w)
+        got = apply(player, Currency.KEYS, keys, LedgerEntry.Reason.EXCHANGE, ref, wallet=w)
+        return spent, got
+
+
+def balances(player) -> dict[str, int]:
+    w = Wallet.objects.filter(player_id=_player_id(player)).first()
+    return {c.value: (getattr(w, c.value) if w else 0) for c in Currency}
+
+
+def ledger_sums(player) -> dict[str, int]:
+    rows = (LedgerEntry.objects.filter(player_id=_player_id(player))
+            .values("currency").annotate(total=Sum("delta")))
+    sums = {c.value: 0 for c in Currency}
+    sums.update({row["currency"]: row["total"] for row in rows})
+    return sums
+
+
+def mismatched_wallets() -> list[str]:
+    """Players whose balances differ from their ledger sums (should be none)."""
+    sums: dict[tuple[str, str], int] = {}
+    for row in LedgerEntry.objects.values("player_id", "currency").annotate(total=Sum("delta")):
+        sums[(row["player_id"], row["currency"])] = row["total"]
+    bad = []
+    for w in Wallet.objects.all():
+        if any(getattr(w, c.value) != sums.get((w.player_id, c.value), 0) for c in Currency):
+            bad.append(w.player_id)
+    players_with_ledger = {p for p, _ in sums}
+    bad += sorted(players_with_ledger - set(Wallet.objects.values_list("player_id", flat=True)))
+    return bad
