@@ -131,9 +131,11 @@ def relay_unsent(*, older_than: timedelta = RELAY_AFTER, limit: int = 1000) -> d
                 .order_by("id").values_list("id", "job_id", "player_id", "round_id")[:limit])
     if not rows:
         return {"relayed": 0, "duplicate": 0}
-    items = [{"payload": json.dumps({"guess": gid, "round": rid}).encode(), "job_id": jid, "lane": pid}
-             for gid, jid, pid, rid in rows]
-    answers = get_queue(QUEUE).enqueue_many(items)
+    q = get_queue(QUEUE)
+    # One call per guess rather than enqueue_many: a pipelined batch sent
+    # right after a Valkey restart trips echomq's NOSCRIPT reload path.
+    answers = [q.enqueue(json.dumps({"guess": gid, "round": rid}).encode(), job_id=jid, lane=pid)
+               for gid, jid, pid, rid in rows]
     relayed = sum(1 for _, status in answers if status != "duplicate")
     if relayed:
         log.info("relay: re-sent %d queued guess(es) that had no job", relayed)

@@ -50,7 +50,8 @@ def enqueue_for_round(round_id: str) -> int:
     if not items:
         return 0
     try:
-        answers = get_queue(QUEUE).enqueue_many(items)
+        q = get_queue(QUEUE)
+        answers = [q.enqueue(i["payload"], job_id=i["job_id"], lane=i["lane"]) for i in items]
     except Exception as exc:
         log.warning("notifications for %s not sent (%s: %s)", round_id, type(exc).__name__, exc)
         return 0

@@ -10,7 +10,9 @@ Delivery is at-least-once, so every handler is idempotent on its job:
   off the first time.
 * a guess or round that no longer exists, a voided round's guess and a
   malformed payload are acknowledged and dropped (``Drop``), never retried.
-* a transient database error asks for a retry after a short delay.
+* a transient database error asks for a retry after a short delay (and
+  drops the thread's connection so the retry opens a fresh one). Worker
+  threads keep their database connection between jobs.
 """
 from __future__ import annotations
 
@@ -51,7 +53,6 @@ def _payload(job: Job, *fields: str) -> dict:
 
 def score_guess(job: Job) -> None:
     """Score the guess named by the job (idempotent on the JOB id)."""
-    close_old_connections()
     data = _payload(job, "guess")
     _stat("deliveries")
     try:
@@ -84,7 +85,6 @@ def score_guess(job: Job) -> None:
 
 def settle(job: Job) -> None:
     """Close the round named by the job (exactly once, see settlement)."""
-    close_old_connections()
     data = _payload(job, "round")
     try:
         outcome = settlement.settle_round(data["round"], force=data.get("why") == "admin")
@@ -97,7 +97,6 @@ def settle(job: Job) -> None:
 
 
 def notify(job: Job) -> None:
-    close_old_connections()
     data = _payload(job, "player", "round", "kind")
     try:
         note = notifications.deliver(data["player"], data["round"], data["kind"])

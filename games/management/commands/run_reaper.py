@@ -1,0 +1,58 @@
+"""The maintenance loop: reap expired leases, promote due jobs, relay unsent
+guesses, and ask to settle rounds that are due."""
+import time
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand
+from django.db import close_old_connections
+
+from echomq import Reaper
+from echomq.contrib.django import get_queue, valkey_url
+from games import guesses, notifications, settlement
+from games.management.runner import describe_db
+
+
+class Every:
+    """Run ``fn`` at most once per ``seconds`` (the reaper passes faster)."""
+
+    def __init__(self, fn, seconds: float):
+        self.fn, self.seconds, self.next_at = fn, seconds, 0.0
+        self.__name__ = fn.__name__
+
+    def __call__(self):
+        now = time.monotonic()
+        if now < self.next_at:
+            return None
+        self.next_at = now + self.seconds
+        close_old_connections()
+        return self.fn()
+
+
+class Command(BaseCommand):
+    help = "Run the reaper over cm, cm.settle and cm.notify, with the game's periodic tasks."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--interval-ms", type=int, default=500)
+        parser.add_argument("--max-stalls", type=int, default=2,
+                            help="lease expiries before a job is dead-lettered")
+        parser.add_argument("--relay-after-s", type=float, default=5.0,
+                            help="re-send guesses still queued after this long")
+        parser.add_argument("--sweep-every-s", type=float, default=1.0)
+
+    def handle(self, *args, **o):
+        after = timedelta(seconds=o["relay_after_s"])
+
+        def relay_unsent_guesses():
+            return guesses.relay_unsent(older_than=after)
+
+        def close_due_rounds():
+            return settlement.close_due_rounds()
+
+        tasks = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
+                 Every(close_due_rounds, o["sweep_every_s"])]
+        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, notifications.QUEUE)]
+        self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
+                          f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
+        self.stdout.flush()
+        Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=tasks).run()
+        self.stdout.write("reaper stopped")

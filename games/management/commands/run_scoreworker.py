@@ -1,0 +1,32 @@
+"""Score guesses from queue ``cm`` (the only place a guess is scored)."""
+from django.core.management.base import BaseCommand
+
+from echomq import Consumer
+from echomq.contrib.django import get_queue, valkey_url
+from games.guesses import QUEUE
+from games.management.runner import describe_db, run_consumers
+from games.workers import score_guess
+
+
+class Command(BaseCommand):
+    help = "Run the score worker: claim guess jobs from the players' lanes and score them."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--queue", default=QUEUE)
+        parser.add_argument("--concurrency", type=int, default=1, help="handler threads")
+        parser.add_argument("--lease-ms", type=int, default=30_000)
+        parser.add_argument("--prefetch", type=int, default=0)
+        parser.add_argument("--max-attempts", type=int, default=10,
+                            help="deliveries before a failing job is dead-lettered")
+        parser.add_argument("--beat-ms", type=int, default=1_000)
+
+    def handle(self, *args, **o):
+        queue = get_queue(o["queue"])
+        self.stdout.write(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
+                          f"lease_ms={o['lease_ms']} prefetch={o['prefetch']} valkey={valkey_url()} "
+                          f"db={describe_db()}", ending="\n")
+        self.stdout.flush()
+        run_consumers([Consumer(queue, score_guess, concurrency=o["concurrency"], lease_ms=o["lease_ms"],
+                                prefetch=o["prefetch"], max_attempts=o["max_attempts"], beat_ms=o["beat_ms"],
+                                name=f"scoreworker/{queue.name}")])
+        self.stdout.write("score worker stopped")

@@ -1,0 +1,78 @@
+"""A playable demo: emoji sets, players with balances, open rounds, an admin.
+
+Idempotent: run it any number of times; it only adds what is missing."""
+import secrets
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from games import wallet
+from games.emoji_sets import SETS, check
+from games.models import EmojiSet, LedgerEntry, Round
+from games.players import ensure_player
+from games.rounds import create_round
+
+PLAYERS = ("alice", "bob", "carol", "dave")
+START = {"keys": 50, "clips": 20, "diamonds": 0}
+ROUNDS = [
+    {"title": "Classic: animals", "set": "animals", "kind": "classic", "currency": "keys", "price": 1, "pool": 100},
+    {"title": "Blind: food", "set": "food", "kind": "blind", "currency": "keys", "price": 2, "pool": 500},
+    {"title": "Free play: travel", "set": "travel", "kind": "classic", "currency": "clips", "price": 1, "pool": 20},
+]
+
+
+class Command(BaseCommand):
+    help = "Seed the demo (emoji sets, players, open rounds, a staff admin); safe to re-run."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--hours", type=float, default=24, help="length of new demo rounds")
+
+    def _password_file(self, name: str) -> Path:
+        return Path(settings.VAR_DIR) / f"demo-{name}.password"
+
+    def _user(self, name: str, *, staff: bool = False):
+        User = get_user_model()
+        user = User.objects.filter(username=name).first()
+        path = self._password_file(name)
+        if user is None:
+            password = secrets.token_urlsafe(12)
+            user = User.objects.create_user(name, password=password, is_staff=staff, is_superuser=staff)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(password + "\n")
+            path.chmod(0o600)
+            self.stdout.write(f"user {name} created, password {password} (also in {path})")
+        else:
+            where = f"password in {path}" if path.exists() else "password unchanged"
+            self.stdout.write(f"user {name} exists ({where})")
+        return user
+
+    def handle(self, *args, **o):
+        for slug, spec in SETS.items():
+            check(spec["emojis"])
+            _, made = EmojiSet.objects.update_or_create(slug=slug, defaults={"title": spec["title"],
+                                                                            "emojis": spec["emojis"]})
+            self.stdout.write(f"emoji set {slug}: {len(spec['emojis'])} emojis{' (new)' if made else ''}")
+        self._user("admin", staff=True)
+        for name in PLAYERS:
+            player = ensure_player(self._user(name))
+            with transaction.atomic():
+                wallet.lock_wallet(player)  # one seeding per player, even when two seeders race
+                if not LedgerEntry.objects.filter(player=player).exists():
+                    for currency, amount in START.items():
+                        if amount:
+                            wallet.grant(player, currency, amount, reference="demo seed")
+            self.stdout.write(f"player {name} {player.pk}: {wallet.balances(player)}")
+        for spec in ROUNDS:
+            live = Round.objects.filter(title=spec["title"], status=Round.Status.OPEN).order_by("-created_at").first()
+            if live and live.is_open:
+                self.stdout.write(f"round {live} still open")
+                continue
+            rnd = create_round(EmojiSet.objects.get(slug=spec["set"]), kind=spec["kind"], currency=spec["currency"],
+                               guess_price=spec["price"], prize_pool=spec["pool"], title=spec["title"],
+                               duration=timedelta(hours=o["hours"]))
+            self.stdout.write(f"round {rnd} opened until {rnd.ends_at:%Y-%m-%d %H:%M} UTC")
+        self.stdout.write("demo ready: log in at /admin/ as admin")
