@@ -1,6 +1,12 @@
 """Django integration for EchoMQ: one shared client per process, configured by
 ``settings.ECHOMQ`` (``URL``; or ``EMBEDDED_DIR`` for the embedded server),
-and the queue pages in the admin."""
+and the queue pages in the admin.
+
+The queue pages (staff only) are mounted with
+``path("admin/queues/", include("echomq.contrib.django.urls"))`` before
+``admin.site.urls``. They list ``ECHOMQ["QUEUES"]`` (optional) plus every
+queue found by a SCAN for ``emq:{q}:meta|pending|active|schedule|dead|lanes``
+keys; ``ECHOMQ["DISCOVER_QUEUES"] = False`` turns the SCAN off."""
 from __future__ import annotations
 
 import threading

@@ -1,0 +1,251 @@
+"""What the queue pages show, read live from Valkey, with no HTTP in it.
+
+The views in :mod:`.views` turn requests into calls here; everything here
+takes a redis-py client or a :class:`echomq.Queue` and returns plain data for
+the templates, so it is easy to test and to reuse (a management command, a
+JSON endpoint) without Django's request machinery.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import datetime, timezone
+
+from echomq import Queue, ids, keyspace
+from echomq.errors import InvalidName
+
+log = logging.getLogger(__name__)
+
+# The keys whose presence makes a queue exist. ``meta`` outlives the jobs
+# (it holds the running totals), so a queue that has ever completed or
+# dead-lettered a job stays listed.
+QUEUE_KEYS = ("meta", "pending", "active", "schedule", "dead", "lanes")
+_QUEUE_KEY = re.compile(
+    rb"emq:\{(?P<q>[A-Za-z0-9._-]{1,128})\}:(?P<suffix>" + "|".join(QUEUE_KEYS).encode() + rb")"
+)
+
+
+# -- which queues ----------------------------------------------------------
+def settings_conf() -> dict:
+    from django.conf import settings
+
+    return getattr(settings, "ECHOMQ", {}) or {}
+
+
+def configured_queues(conf: dict | None = None) -> list[str]:
+    """``ECHOMQ["QUEUES"]`` with ill-formed names dropped (and logged)."""
+    conf = settings_conf() if conf is None else conf
+    out = []
+    for name in conf.get("QUEUES", ()) or ():
+        try:
+            out.append(keyspace.check_queue(name))
+        except InvalidName:
+            log.warning("ECHOMQ['QUEUES'] has an ill-formed queue name %r; ignored", name)
+    return out
+
+
+def discover_queues(client, *, count: int = 1000) -> list[str]:
+    """Queue names found by SCANning for ``emq:{q}:<meta|pending|...>`` keys.
+
+    One pass over the keyspace (SCAN, never KEYS), so it costs O(keys) but
+    never blocks the server; the regex keeps job rows, lane keys and foreign
+    keys that happen to match the glob out."""
+    found = set()
+    for key in client.scan_iter(match="emq:{*}:*", count=count):
+        m = _QUEUE_KEY.fullmatch(key if isinstance(key, bytes) else key.encode())
+        if m and m["q"] != b"emq":
+            found.add(m["q"].decode())
+    return sorted(found)
+
+
+def all_queues(client, conf: dict | None = None) -> list[str]:
+    """Configured queues first (in their order), then any others discovered."""
+    conf = settings_conf() if conf is None else conf
+    names = configured_queues(conf)
+    if conf.get("DISCOVER_QUEUES", True):
+        seen = set(names)
+        names += [q for q in discover_queues(client) if q not in seen]
+    return names
+
+
+def queue_exists(queue: Queue, conf: dict | None = None) -> bool:
+    """True when the queue is configured or has any of its keys in Valkey
+    (one EXISTS over keys of one slot, so cheap and cluster-safe)."""
+    if queue.name in configured_queues(conf):
+        return True
+    return queue.client.exists(*(queue.prefix + s for s in QUEUE_KEYS)) > 0
+
+
+# -- time ------------------------------------------------------------------
+def ms_to_dt(ms: int | None) -> datetime | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def relative(ms: int | None, now_ms: int) -> str:
+    """``"in 12s"``, ``"3m 4s ago"``: a deadline or event against server time."""
+    if ms is None:
+        return ""
+    delta = (ms - now_ms) // 1000
+    span = _span(abs(delta))
+    if delta == 0:
+        return "now"
+    return f"in {span}" if delta > 0 else f"{span} ago"
+
+
+def _span(secs: int) -> str:
+    if secs < 60:
+        return f"{secs}s"
+    if secs < 3600:
+        return f"{secs // 60}m {secs % 60}s"
+    if secs < 86400:
+        return f"{secs // 3600}h {secs % 3600 // 60}m"
+    return f"{secs // 86400}d {secs % 86400 // 3600}h"
+
+
+def with_times(rows: list[dict], field: str, now_ms: int) -> list[dict]:
+    """Add ``<field>_at`` (a datetime) and ``<field>_rel`` (words) to each row."""
+    for row in rows:
+        ms = row.get(field)
+        row[field + "_at"] = ms_to_dt(ms)
+        row[field + "_rel"] = relative(ms, now_ms)
+        row["overdue"] = field == "lease_deadline" and ms is not None and ms < now_ms
+    return rows
+
+
+# -- payloads --------------------------------------------------------------
+MAX_SHOWN = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def decode_payload(payload: bytes | None, *, max_shown: int = MAX_SHOWN) -> dict:
+    """How to show a payload: pretty JSON when it parses, else UTF-8 text,
+    else a hex dump. Text with control characters is shown as hex, since it
+    is not meant to be read as text. Very large payloads are cut at
+    ``max_shown`` bytes (the size says so)."""
+    payload = payload or b""
+    out = {"size": len(payload), "truncated": len(payload) > max_shown}
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and not _CONTROL.search(text):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            pretty = json.dumps(value, indent=2, ensure_ascii=False)
+            return {**out, "kind": "json", "text": _cut(pretty, max_shown),
+                    "truncated": len(pretty) > max_shown}
+        return {**out, "kind": "text", "text": _cut(text, max_shown)}
+    return {**out, "kind": "hex", "text": hexdump(payload[:max_shown])}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n…"
+
+
+def hexdump(data: bytes, width: int = 16) -> str:
+    """``00000000  68 69 ...  |hi..|`` lines, like ``xxd``/``hexdump -C``."""
+    lines = []
+    for off in range(0, len(data), width):
+        chunk = data[off:off + width]
+        hexes = " ".join(f"{b:02x}" for b in chunk)
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{off:08x}  {hexes:<{width * 3 - 1}}  |{text}|")
+    return "\n".join(lines)
+
+
+# -- the chart -------------------------------------------------------------
+def chart(minutes: list[dict], *, width: int = 600, height: int = 120, pad: int = 16,
+          top: int = 14) -> dict:
+    """Geometry for an inline SVG bar chart of ``Queue.per_minute()``:
+    one slot per minute, completed stacked under dead-lettered; ``pad``
+    pixels below the axis for labels and ``top`` above the tallest bar."""
+    n = max(len(minutes), 1)
+    slot = width / n
+    base = height - pad
+    peak = max((m["completed"] + m["dead"] for m in minutes), default=0)
+    scale = (base - top) / peak if peak else 0
+    bars = []
+    for i, m in enumerate(minutes):
+        hc, hd = m["completed"] * scale, m["dead"] * scale
+        bars.append({
+            "x": round(i * slot + 0.5, 2), "w": round(max(slot - 1, 1), 2),
+            "yc": round(base - hc, 2), "hc": round(hc, 2),
+            "yd": round(base - hc - hd, 2), "hd": round(hd, 2),
+            "completed": m["completed"], "dead": m["dead"],
+            "at": ms_to_dt(m["minute"] * 60_000),
+            "ago": len(minutes) - 1 - i,
+        })
+    return {
+        "width": width, "height": height, "axis_y": base + 0.5, "label_y": height - 3,
+        "peak": peak, "bars": bars,
+        "completed": sum(m["completed"] for m in minutes),
+        "dead": sum(m["dead"] for m in minutes),
+        "minutes": len(minutes),
+    }
+
+
+# -- one queue -------------------------------------------------------------
+def overview_row(queue: Queue, minutes: int = 60) -> dict:
+    counts = queue.counts()
+    per_min = queue.per_minute(minutes)
+    return {"name": queue.name, "counts": counts,
+            "chart": chart(per_min, width=180, height=28, pad=2, top=0)}
+
+
+def queue_page(queue: Queue, *, limit: int = 50, lanes: int = 10, minutes: int = 60) -> dict:
+    """Everything the per-queue page shows, read now."""
+    now = queue.server_time_ms()
+    counts = queue.counts()
+    return {
+        "now_ms": now,
+        "now": ms_to_dt(now),
+        "counts": counts,
+        "chart": chart(queue.per_minute(minutes)),
+        "lanes": queue.lanes.deepest(lanes) if counts["lanes"] else [],
+        "active": with_times(queue.active_jobs(limit), "lease_deadline", now),
+        "scheduled": with_times(queue.scheduled_jobs(limit), "run_at", now),
+        "dead": with_times(queue.dead_jobs(limit), "died", now),
+        "pending": queue.pending_ids(limit),
+        "limit": limit,
+    }
+
+
+# Row fields shown first on the job page, in this order, with what they mean.
+JOB_FIELDS = (
+    ("state", "pending, active, scheduled or dead"),
+    ("attempts", "claims so far; the current fencing token"),
+    ("base", "attempts when it was last requeued from dead"),
+    ("lane", "the fair lane it waits on"),
+    ("stalled", "leases that expired without an answer"),
+    ("last_error", "what the last failed attempt said"),
+)
+TIME_FIELDS = ("created", "lease_deadline", "run_at", "died")
+
+
+def job_page(queue: Queue, job_id: str) -> dict | None:
+    row = queue.job(job_id)
+    if row is None:
+        return None
+    now = queue.server_time_ms()
+    payload = row.pop("payload", b"")
+    row.pop("id", None)
+    fields = [(name, row.pop(name), help) for name, help in JOB_FIELDS if name in row]
+    times = [(name, ms_to_dt(row[name]), relative(row.pop(name), now))
+             for name in TIME_FIELDS if isinstance(row.get(name), int)]
+    extra = sorted(row.items())
+    lane = None
+    lane_name = dict((f[0], f[1]) for f in fields).get("lane")
+    if lane_name and ids.is_valid(lane_name):
+        lane = queue.lanes.info(lane_name)
+    return {
+        "id": job_id, "state": dict((f[0], f[1]) for f in fields).get("state"),
+        "fields": fields, "times": times, "extra": extra,
+        "minted": ms_to_dt(ids.minted_at_ms(job_id)),
+        "payload": decode_payload(payload), "lane": lane, "now": ms_to_dt(now),
+    }

@@ -1,0 +1,21 @@
+"""The queue pages; mount them under the admin, before ``admin.site.urls``:
+
+    path("admin/queues/", include("echomq.contrib.django.urls")),
+"""
+from django.urls import path
+
+from . import views
+
+app_name = "echomq"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("<str:queue>/", views.queue_detail, name="queue"),
+    path("<str:queue>/pause/", views.pause, name="pause"),
+    path("<str:queue>/resume/", views.resume, name="resume"),
+    path("<str:queue>/find/", views.find_job, name="find"),
+    path("<str:queue>/dead/", views.dead_bulk, name="dead_bulk"),
+    path("<str:queue>/jobs/<str:job_id>/", views.job_detail, name="job"),
+    path("<str:queue>/jobs/<str:job_id>/requeue/", views.requeue, name="requeue"),
+    path("<str:queue>/jobs/<str:job_id>/remove/", views.remove, name="remove"),
+]

@@ -1,0 +1,83 @@
+"""Bad input is a readable 4xx page, never a 500."""
+from __future__ import annotations
+
+import pytest
+
+from echomq import ids
+from echomq.contrib.django import reset_client
+
+from .conftest import make_dead
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("url, status, words", [
+    ("/admin/queues/nope/", 404, "There is no queue &#x27;nope&#x27;"),
+    ("/admin/queues/emq/", 400, "is not a queue name"),
+    ("/admin/queues/bad%20name/", 400, "is not a queue name"),
+    ("/admin/queues/" + "q" * 129 + "/", 400, "is not a queue name"),
+    ("/admin/queues/cm/jobs/nope/", 400, "is not a job id"),
+    ("/admin/queues/cm/jobs/JOB%00%00/", 400, "is not a job id"),
+    ("/admin/queues/cm/jobs/JOBzzzzzzzzzzz/", 400, "is not a job id"),  # above 2^63-1
+    ("/admin/queues/cm/jobs/PLR0KHTOWnGLuC/", 400, "not a JOB id"),
+    ("/admin/queues/cm/jobs/JOB0KHTOWnGLuC/", 404, "has no job JOB0KHTOWnGLuC"),
+    ("/admin/queues/nope/jobs/JOB0KHTOWnGLuC/", 404, "There is no queue"),
+    ("/admin/queues/cm/?limit=0", 400, "limit must be a whole number"),
+    ("/admin/queues/cm/?limit=abc", 400, "limit must be a whole number"),
+    ("/admin/queues/cm/find/?id=JOB123", 400, "is not a job id"),
+    ("/admin/queues/cm/find/", 400, "is not a job id"),
+])
+def test_bad_input_pages(staff_client, emq, url, status, words):
+    resp = staff_client.get(url)
+    assert resp.status_code == status, resp.content[:500]
+    html = resp.content.decode()
+    assert words in html
+    assert 'role="alert"' in html and 'id="nav-sidebar"' in html  # an admin page, in words
+
+
+@pytest.mark.parametrize("url, status, words", [
+    ("/admin/queues/cm/jobs/nope/requeue/", 400, "is not a job id"),
+    ("/admin/queues/cm/jobs/nope/remove/", 400, "is not a job id"),
+    ("/admin/queues/cm/jobs/JOB0KHTOWnGLuC/requeue/", 404, "no job JOB0KHTOWnGLuC to requeue"),
+    ("/admin/queues/cm/jobs/JOB0KHTOWnGLuC/remove/", 404, "no job JOB0KHTOWnGLuC to remove"),
+    ("/admin/queues/nope/pause/", 404, "There is no queue"),
+    ("/admin/queues/bad!/resume/", 400, "is not a queue name"),
+    ("/admin/queues/nope/jobs/JOB0KHTOWnGLuC/remove/", 404, "There is no queue"),
+])
+def test_bad_actions(staff_client, emq, url, status, words):
+    resp = staff_client.post(url)
+    assert resp.status_code == status
+    assert words in resp.content.decode()
+
+
+def test_requeue_of_a_job_that_is_not_dead_is_409(staff_client, queue):
+    jid, _ = queue.enqueue(b"x")
+    resp = staff_client.post(f"/admin/queues/cm/jobs/{jid}/requeue/")
+    assert resp.status_code == 409
+    assert f"Job {jid} is pending, not dead" in resp.content.decode()
+    assert queue.job(jid)["state"] == "pending"
+
+
+def test_bulk_with_a_bad_id_changes_nothing(staff_client, queue):
+    jid = make_dead(queue)
+    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "remove", "ids": [jid, "JOB!"]})
+    assert resp.status_code == 400
+    assert queue.job(jid)["state"] == "dead"
+    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "explode", "ids": [jid]})
+    assert resp.status_code == 400 and "Choose requeue or remove" in resp.content.decode()
+    assert queue.job(jid)["state"] == "dead"
+
+
+def test_valkey_down_is_503_not_500(staff_client, emq):
+    from echomq import embedded
+
+    reset_client(f"redis://127.0.0.1:{embedded.free_port()}/0")
+    resp = staff_client.get("/admin/queues/")
+    assert resp.status_code == 503
+    assert "Valkey unreachable" in resp.content.decode()
+
+
+def test_a_lane_id_is_no_job_id(staff_client, queue):
+    lane = ids.mint("PLR")
+    queue.enqueue(b"x", lane=lane)
+    assert staff_client.get(f"/admin/queues/cm/jobs/{lane}/").status_code == 400
