@@ -76,7 +76,8 @@ def execute(pipe, client) -> list:
             client.script_load(script.source)
         again = client.pipeline(transaction=False)
         for i in missing:
-            args, options = stack[i].args, stack[i].options
+            cmd = stack[i]  # (args, options) on redis.Redis, an object on RedisCluster
+            args, options = cmd if isinstance(cmd, tuple) else (cmd.args, cmd.options)
             again.execute_command(*args, **options)
         for i, r in zip(missing, again.execute(raise_on_error=False)):
             results[i] = r

@@ -1,0 +1,367 @@
+"""The consumer: claim jobs, run the handler, settle each job with its token.
+
+Read it top to bottom the way it runs:
+
+* ``run()`` is the *fetcher* loop, on the calling thread. Each cycle sends one
+  pipeline that settles the jobs finished since the last cycle (complete or
+  retry, fenced by their tokens) and claims as many new jobs as there is room
+  for. Claimed jobs go to a local run queue.
+* ``concurrency`` worker threads take jobs from the run queue and call the
+  handler. The outcome (complete, retry, drop) is put on the ack list; the
+  fetcher sends it with its next cycle.
+* When there is nothing to claim, the fetcher parks on
+  ``BLPOP emq:{q}:wake emq:{q}:wake:<consumer id>`` for up to one beat. An
+  enqueue pushes a token on the first list; a worker that finishes a job while
+  the fetcher is parked rings the second (this consumer's own doorbell), so an
+  idle consumer costs one blocked call per beat and a finished job is
+  acknowledged at once.
+* A heartbeat thread extends the lease of every job in hand every lease/3, so
+  a slow handler keeps its lease for as long as its process lives.
+
+Delivery is at-least-once: a job whose worker dies is reaped and claimed
+again with a higher token, and the dead worker's token can change nothing.
+Handlers should be idempotent on ``job.id``.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import queue as _queue
+import random
+import signal
+import threading
+import time
+import traceback
+
+import redis
+
+from . import ids, keyspace
+from .errors import Drop, Retry, StaleToken
+from .job import Job
+from .scripts import BUNDLE, execute
+
+log = logging.getLogger("echomq.consumer")
+
+CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
+    """Delay before retry ``attempt`` (1, 2, ...): base * 2^(attempt-1), capped,
+    with "equal jitter" (half fixed, half random) so retries spread out."""
+
+    def backoff(attempt: int) -> int:
+        delay = min(cap_ms, base_ms * (2 ** max(0, attempt - 1)))
+        return delay // 2 + random.randint(0, delay // 2)
+
+    return backoff
+
+
+class _Outcome:
+    __slots__ = ("job", "kind", "delay_ms", "error")
+
+    def __init__(self, job: Job, kind: str, delay_ms: int = 0, error: str = ""):
+        self.job, self.kind, self.delay_ms, self.error = job, kind, delay_ms, error
+
+
+class Consumer:
+    """Runs ``handler(job)`` for the jobs of ``queue``.
+
+    handler returns      -> the job is completed.
+    raises ``Drop``      -> the job is completed without running again.
+    raises ``Retry`` or any other exception -> retried after a backoff
+                            (``Retry.delay_ms`` if given) until it has had
+                            ``max_attempts``, then dead-lettered with the error.
+
+    ``prefetch`` jobs beyond ``concurrency`` may be claimed ahead (batch
+    claim); they are leased and heart-beaten while they wait, and handed back
+    unstarted when the consumer stops.
+    """
+
+    def __init__(self, queue, handler, *, concurrency: int = 1, lease_ms: int = 30_000,
+                 max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int = 0,
+                 grace_ms: int = 10_000, name: str | None = None):
+        if concurrency < 1 or prefetch < 0 or lease_ms < 100 or beat_ms < 10 or max_attempts < 1:
+            raise ValueError("need concurrency >= 1, prefetch >= 0, lease_ms >= 100, beat_ms >= 10, "
+                             "max_attempts >= 1")
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.prefetch = prefetch
+        self.lease_ms = lease_ms
+        self.max_attempts = max_attempts
+        self.backoff = backoff or exponential_backoff()
+        self.beat_ms = beat_ms
+        self.grace_ms = grace_ms
+        self.id = ids.mint("CSR")
+        self.name = name or f"{queue.name}/{self.id}"
+        self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
+
+        self.capacity = concurrency + prefetch
+        # Without prefetch, a free slot is filled at once. With prefetch, wait
+        # until half the prefetch is used up, so claims and acks go in batches
+        # while the run queue still holds work for the threads.
+        self.refill_at = 1 if prefetch == 0 else max(1, (prefetch + 1) // 2)
+
+        self._cond = threading.Condition()
+        self._in_hand: dict[str, Job] = {}  # claimed and not yet settled
+        self._lost: set[str] = set()        # in hand, but the lease was lost
+        self._acks: collections.deque[_Outcome] = collections.deque()
+        self._running = 0
+        self._runq: _queue.SimpleQueue = _queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self._parked = False
+        self._threads: list[threading.Thread] = []
+        self._hb_stop = threading.Event()
+        self.stats = collections.Counter()
+
+    # -- public -----------------------------------------------------------
+    def stop(self) -> None:
+        """Stop claiming; ``run()`` finishes the jobs in hand and returns."""
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def run(self) -> None:
+        """Work until ``stop()`` (or SIGTERM / SIGINT when on the main thread)."""
+        restore = self._install_signals()
+        log.info("consumer %s started: queue=%s concurrency=%d prefetch=%d lease_ms=%d",
+                 self.name, self.queue.name, self.concurrency, self.prefetch, self.lease_ms)
+        self._start_threads()
+        try:
+            self._fetch_loop()
+        finally:
+            left = self._shutdown()
+            restore()
+            log.info("consumer %s stopped: completed=%d retried=%d dead=%d dropped=%d%s",
+                     self.name, self.stats["completed"], self.stats["retried"], self.stats["dead"],
+                     self.stats["dropped"], f" left_leased={left}" if left else "")
+
+    # -- the fetcher ------------------------------------------------------
+    def _fetch_loop(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            self._wait_for_room()
+            if self._stopping.is_set():
+                break
+            try:
+                got, settled = self._cycle(claim=True)
+                failures = 0
+                if not got and not settled:
+                    self._park()
+            except CONNECTION_ERRORS as exc:
+                failures += 1
+                delay = min(5.0, 0.05 * 2 ** min(failures, 7)) * (0.5 + random.random() / 2)
+                log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
+                            type(exc).__name__, delay)
+                self._stopping.wait(delay)
+
+    def _free(self) -> int:
+        """Slots free once the finished jobs are acknowledged (same cycle)."""
+        return self.capacity - len(self._in_hand) + len(self._acks)
+
+    def _wait_for_room(self) -> None:
+        """Block while there is too little room to claim and nothing urgent to ack."""
+        with self._cond:
+            while not self._stopping.is_set():
+                if self._free() >= self.refill_at or (self._acks and self._running == 0):
+                    return
+                if not self._cond.wait(self.beat_ms / 1000) and self._acks:
+                    return  # a whole beat with acks waiting: send them now
+
+    def _cycle(self, *, claim: bool) -> tuple[int, int]:
+        """One round trip: settle finished jobs and claim into free slots."""
+        with self._cond:
+            free = self._free() if claim else 0
+            acks = list(self._acks)
+            self._acks.clear()
+        pipe = self.queue.client.pipeline(transaction=False)
+        for out in acks:
+            self._queue_ack(pipe, out)
+        if free > 0:
+            self.queue.queue_claim(pipe, free, lease_ms=self.lease_ms)
+        if not acks and free <= 0:
+            return 0, 0
+        try:
+            replies = execute(pipe, self.queue.client)
+        except CONNECTION_ERRORS:
+            with self._cond:  # send them again after reconnecting (fenced, so safe)
+                self._acks.extendleft(reversed(acks))
+            raise
+        for out, reply in zip(acks, replies):
+            self._settled(out, reply)
+        jobs = self.queue._jobs(replies[-1]) if free > 0 else []
+        with self._cond:
+            for out in acks:
+                self._in_hand.pop(out.job.id, None)
+                self._lost.discard(out.job.id)
+            for job in jobs:
+                self._in_hand[job.id] = job
+        for job in jobs:
+            self._runq.put(job)
+        return len(jobs), len(acks)
+
+    def _queue_ack(self, pipe, out: _Outcome) -> None:
+        job = out.job
+        if out.kind in ("complete", "drop"):
+            self.queue.queue_complete(pipe, job.id, job.attempts)
+        else:
+            keys = (self.queue.job_key(job.id), self.queue.k_active, self.queue.k_schedule,
+                    self.queue.k_dead)
+            BUNDLE["retry"].queue(pipe, keys, (self.queue.prefix, job.id, job.attempts, out.delay_ms,
+                                               self.max_attempts, out.error[:2000]))
+
+    def _settled(self, out: _Outcome, reply) -> None:
+        job = out.job
+        if isinstance(reply, Exception):
+            if isinstance(reply, redis.exceptions.ResponseError) and str(reply).startswith("EMQSTALE"):
+                self.stats["stale"] += 1
+                log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
+                            self.name, out.kind, job.id, job.attempts)
+                return
+            raise reply
+        if out.kind == "complete":
+            self.stats["completed"] += 1
+        elif out.kind == "drop":
+            self.stats["dropped"] += 1
+            log.info("consumer %s dropped %s: %s", self.name, job.id, out.error)
+        elif reply in (b"dead", "dead"):
+            self.stats["dead"] += 1
+            log.error("consumer %s dead-lettered %s after %d attempts: %s", self.name, job.id,
+                      job.attempts, out.error.splitlines()[0] if out.error else "")
+        elif reply in (b"scheduled", "scheduled"):
+            self.stats["retried"] += 1
+            log.warning("consumer %s will retry %s in %dms (attempt %d): %s", self.name, job.id,
+                        out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "")
+
+    def _park(self) -> None:
+        """Nothing to claim: block on the wake list and our doorbell."""
+        with self._cond:
+            if self._acks or self._stopping.is_set():
+                return
+            self._parked = True
+        try:
+            self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
+        finally:
+            with self._cond:
+                self._parked = False
+
+    # -- workers ----------------------------------------------------------
+    def _start_threads(self) -> None:
+        for i in range(self.concurrency):
+            t = threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        hb = threading.Thread(target=self._heartbeat_loop, name=f"{self.name}-heartbeat", daemon=True)
+        hb.start()
+        self._heartbeat = hb
+
+    def _work_loop(self) -> None:
+        while True:
+            job = self._runq.get()
+            if job is None:
+                return
+            with self._cond:
+                self._running += 1
+            out = self._handle(job)
+            with self._cond:
+                self._running -= 1
+                self._acks.append(out)
+                ring = self._parked
+                self._cond.notify_all()
+            if ring:
+                try:
+                    self.queue.client.lpush(self.doorbell, "1")
+                except CONNECTION_ERRORS:
+                    pass  # the fetcher wakes at the next beat anyway
+
+    def _handle(self, job: Job) -> _Outcome:
+        try:
+            self.handler(job)
+        except Drop as exc:
+            return _Outcome(job, "drop", error=str(exc))
+        except Retry as exc:
+            delay = exc.delay_ms if exc.delay_ms is not None else self.backoff(job.attempts)
+            return _Outcome(job, "retry", delay, f"Retry: {exc}")
+        except Exception as exc:  # the handler's failure is data, not our crash
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            tb = traceback.format_exc(limit=8)
+            return _Outcome(job, "retry", self.backoff(job.attempts), f"{text}\n{tb}")
+        return _Outcome(job, "complete")
+
+    # -- heartbeat --------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        every = self.lease_ms / 3000
+        while not self._hb_stop.wait(every):
+            with self._cond:
+                held = [j for j in self._in_hand.values() if j.id not in self._lost]
+            if not held:
+                continue
+            try:
+                replies = self.queue.extend_many([(j.id, j.attempts) for j in held], lease_ms=self.lease_ms)
+            except CONNECTION_ERRORS:
+                continue
+            for job, reply in zip(held, replies):
+                if isinstance(reply, StaleToken) or reply == 0:
+                    with self._cond:
+                        self._lost.add(job.id)
+                    log.warning("consumer %s lost the lease of %s (reaped); its result will be refused",
+                                self.name, job.id)
+
+    # -- shutdown ---------------------------------------------------------
+    def _shutdown(self) -> int:
+        """Hand back unstarted jobs, let running ones finish within the grace
+        period, send the last acks. Answers how many jobs were left leased."""
+        unstarted = []
+        while True:
+            try:
+                job = self._runq.get_nowait()
+            except _queue.Empty:
+                break
+            if job is not None:
+                unstarted.append(job)
+        for _ in self._threads:
+            self._runq.put(None)
+        if unstarted:
+            try:
+                pipe = self.queue.client.pipeline(transaction=False)
+                for job in unstarted:
+                    BUNDLE["release"].queue(pipe, self.queue._fenced_keys(job.id),
+                                            (self.queue.prefix, job.id, job.attempts))
+                execute(pipe, self.queue.client)
+                log.info("consumer %s handed back %d unstarted jobs", self.name, len(unstarted))
+            except CONNECTION_ERRORS:
+                log.warning("consumer %s could not hand back %d jobs; the reaper will", self.name,
+                            len(unstarted))
+            with self._cond:
+                for job in unstarted:
+                    self._in_hand.pop(job.id, None)
+        deadline = time.monotonic() + self.grace_ms / 1000
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        for attempt in range(3):
+            try:
+                self._cycle(claim=False)
+                break
+            except CONNECTION_ERRORS:
+                time.sleep(0.2 * (attempt + 1))
+        self._hb_stop.set()
+        with self._cond:
+            return len(self._in_hand)
+
+    def _install_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {}
+
+        def on_signal(signum, frame):
+            log.info("consumer %s got %s: finishing jobs in hand", self.name, signal.Signals(signum).name)
+            self.stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, on_signal)
+
+        def restore():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore

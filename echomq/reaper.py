@@ -1,0 +1,78 @@
+"""The reaper: the queue's maintenance passes, on the server clock.
+
+Each pass, for every queue: ``reap`` returns jobs whose lease expired (their
+worker died or hung) to their ready sets and dead-letters jobs that stalled
+too often; ``promote`` moves due delayed and retrying jobs to their ready
+sets. Both are single bounded Lua calls, so any number of reapers may run at
+once: each expired or due job is moved by exactly one of them.
+
+Extra ``tasks`` (plain callables) run after the queue passes; an application
+hangs its own periodic work there (codemojex relays unsent guesses and closes
+rounds past their end).
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+log = logging.getLogger("echomq.reaper")
+
+
+class Reaper:
+    def __init__(self, queues, *, interval_ms: int = 500, max_stalls: int = 2, limit: int = 1000,
+                 tasks=()):
+        self.queues = list(queues)
+        self.interval_ms = interval_ms
+        self.max_stalls = max_stalls
+        self.limit = limit
+        self.tasks = list(tasks)
+        self._stop = threading.Event()
+        self.passes = 0
+
+    def run_once(self) -> dict:
+        """One pass over every queue and task; answers what moved."""
+        report = {}
+        for q in self.queues:
+            reaped = q.reap(max_stalls=self.max_stalls, limit=self.limit)
+            promoted = q.promote(limit=self.limit)
+            report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted}
+            if reaped or promoted:
+                log.info("reaper %s: returned=%d dead=%d promoted=%d", q.name, reaped.returned,
+                         reaped.dead, promoted)
+        for task in self.tasks:
+            name = getattr(task, "__name__", repr(task))
+            try:
+                report[name] = task()
+            except Exception:
+                log.exception("reaper task %s failed; it runs again next pass", name)
+        self.passes += 1
+        return report
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        """Pass every ``interval_ms`` until ``stop()`` or SIGTERM / SIGINT."""
+        restore = self._install_signals()
+        log.info("reaper started: queues=%s interval_ms=%d max_stalls=%d",
+                 ",".join(q.name for q in self.queues), self.interval_ms, self.max_stalls)
+        import redis
+
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.run_once()
+                except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                    log.warning("reaper lost Valkey (%s); next pass in %dms", type(exc).__name__,
+                                self.interval_ms)
+                self._stop.wait(self.interval_ms / 1000)
+        finally:
+            restore()
+            log.info("reaper stopped after %d passes", self.passes)
+
+    def _install_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {sig: signal.signal(sig, lambda s, f: self.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return lambda: [signal.signal(s, h) for s, h in previous.items()]
