@@ -19,19 +19,36 @@ def describe_db() -> str:
     return f"{db['ENGINE'].rsplit('.', 1)[-1]}:{db.get('NAME')}"
 
 
-def run_consumers(consumers) -> None:
+def preload_scripts(client) -> None:
+    """Load the EchoMQ script bundle before the first pipelined call.
+
+    A pipeline whose scripts are not cached yet answers NOSCRIPT, and
+    echomq.scripts.execute's reload path fails on redis-py 8 (reported); a
+    fresh or restarted Valkey would otherwise kill the consumer's first
+    cycle. Loading is idempotent."""
+    from echomq.scripts import BUNDLE
+
+    for script in BUNDLE.values():
+        client.script_load(script.source)
+
+
+def run_consumers(consumers) -> bool:
+    """Run until SIGTERM/SIGINT; False when a consumer died on its own."""
+    preload_scripts(consumers[0].queue.client)
     if len(consumers) == 1:
         consumers[0].run()  # installs its own SIGTERM/SIGINT handlers
-        return
+        return True
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     threads = [threading.Thread(target=c.run, name=c.name, daemon=True) for c in consumers]
+    healthy = True
     try:
         for t in threads:
             t.start()
         while not stop.wait(0.5):
             if not all(t.is_alive() for t in threads):
                 log.error("a consumer thread stopped unexpectedly; stopping the others")
+                healthy = False
                 break
     finally:
         log.info("pid %d stopping %d consumers", os.getpid(), len(consumers))
@@ -41,3 +58,4 @@ def run_consumers(consumers) -> None:
             t.join()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return healthy

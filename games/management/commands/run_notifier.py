@@ -1,5 +1,5 @@
 """Settle rounds (``cm.settle``) and create notifications (``cm.notify``)."""
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from echomq import Consumer
 from echomq.contrib.django import get_queue, valkey_url
@@ -25,5 +25,6 @@ class Command(BaseCommand):
         self.stdout.write(f"notifier: queues={settlement.QUEUE},{notifications.QUEUE} valkey={valkey_url()} "
                           f"db={describe_db()}")
         self.stdout.flush()
-        run_consumers(consumers)
+        if not run_consumers(consumers):
+            raise CommandError("a consumer stopped unexpectedly (see the log above)")
         self.stdout.write("notifier stopped")
