@@ -92,3 +92,19 @@ def any_server(request, valkey_server):
         client.flushdb()
     yield client
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def _test_settings(request):
+    """Plain static storage (the manifest exists only after collectstatic)
+    and a fast password hasher, for every test that touches Django."""
+    if "settings" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    yield

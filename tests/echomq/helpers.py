@@ -1,0 +1,21 @@
+"""Helpers for the protocol tests: exact snapshots of a queue's state."""
+from __future__ import annotations
+
+
+def snapshot(client, q) -> dict:
+    """Every key of queue ``q`` with its full value, so a test can assert that
+    an operation changed nothing at all."""
+    out = {}
+    for key in q.keys():
+        kind = client.type(key).decode()
+        if kind == "hash":
+            out[key] = ("hash", client.hgetall(key))
+        elif kind == "zset":
+            out[key] = ("zset", client.zrange(key, 0, -1, withscores=True))
+        elif kind == "list":
+            out[key] = ("list", client.lrange(key, 0, -1))
+        elif kind == "set":
+            out[key] = ("set", sorted(client.smembers(key)))
+        else:
+            out[key] = (kind, client.dump(key))
+    return out
