@@ -1,0 +1,112 @@
+"""End-to-end soak: 50 players, 1,000 guesses, three score-worker processes,
+one SIGKILLed and restarted every half second. Afterwards every guess is
+scored exactly once, attempts equal guesses per player, every leaderboard
+equals its rebuild, every wallet equals its ledger."""
+import os
+import random
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.models import Count, Sum
+
+from echomq.contrib.django import get_client, get_queue
+from games import leaderboard, wallet
+from games.guesses import submit
+from games.models import Guess, LedgerEntry, RoundEntry
+from games.workers import STATS_KEY
+
+from .procs import Proc, wait_for
+
+PLAYERS = int(os.environ.get("SOAK_PLAYERS", 50))
+GUESSES = int(os.environ.get("SOAK_GUESSES", 1000))
+KILL_EVERY_S = 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_round, tmp_path):
+    rng = random.Random(4)
+    players = [make_player(f"soak{i:02d}", keys=GUESSES) for i in range(PLAYERS)]
+    rounds = [make_round(prize_pool=100), make_round(prize_pool=100), make_round(kind="blind", prize_pool=100),
+              make_round(currency="clips", guess_price=0)]
+    plan = []
+    for _ in range(GUESSES):
+        rnd = rng.choice(rounds)
+        guess = [rng.choice(rnd.keyboard) for _ in range(6)]
+        if guess == rnd.secret:  # a 600 would close a classic round mid-soak
+            guess[0] = guess[1]
+        plan.append((rng.choice(players), rnd, guess))
+
+    q = get_queue("cm")
+    worker_args = ["run_scoreworker", "--concurrency", "2", "--lease-ms", "1500", "--beat-ms", "200"]
+    workers = [Proc(worker_args, valkey_server.url, tmp_path, f"worker{i}") for i in range(3)]
+    reaper = Proc(["run_reaper", "--interval-ms", "100", "--max-stalls", "50", "--relay-after-s", "3"],
+                  valkey_server.url, tmp_path, "reaper")
+    started = time.monotonic()
+    stop_killing, kills = threading.Event(), Counter()
+
+    def killer():
+        while not stop_killing.wait(KILL_EVERY_S):
+            victim = rng.choice(workers)
+            victim.kill()
+            kills["kills"] += 1
+            victim.start()
+
+    def one(item):
+        try:
+            player, rnd, guess = item
+            return submit(player, rnd.pk, guess).pk
+        finally:
+            connection.close()
+
+    killer_thread = threading.Thread(target=killer, daemon=True)
+    killer_thread.start()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            submitted = list(pool.map(one, plan))
+        submit_s = time.monotonic() - started
+
+        def drained():
+            c = q.counts()
+            scored = Guess.objects.filter(status="scored").count()
+            return scored == GUESSES and c["pending"] + c["active"] + c["scheduled"] == 0
+
+        wait_for(drained, timeout=300, every=0.25, what="every guess scored and the queue drained")
+        wall_s = time.monotonic() - started
+    finally:
+        stop_killing.set()
+        killer_thread.join()
+        codes = [p.terminate() for p in (*workers, reaper)]
+    logs = "\n".join(p.output() for p in (*workers, reaper))
+
+    # every guess scored exactly once
+    assert len(set(submitted)) == GUESSES == Guess.objects.count()
+    assert Guess.objects.filter(status="scored").count() == GUESSES
+    assert q.counts()["dead"] == 0, logs[-5000:]
+    per_player = dict(Guess.objects.values_list("player_id").annotate(n=Count("id")))
+    attempts = dict(RoundEntry.objects.values_list("player_id").annotate(n=Sum("attempts")))
+    assert attempts == per_player
+    per_entry = {(e.round_id, e.player_id): e.attempts for e in RoundEntry.objects.all()}
+    expect = Counter(Guess.objects.values_list("round_id", "player_id"))
+    assert per_entry == dict(expect)
+    # charged exactly once
+    paid = Guess.objects.filter(price__gt=0).count()
+    assert LedgerEntry.objects.filter(reason="guess").count() == paid
+    # leaderboards and wallets agree with the database
+    for rnd in rounds:
+        assert leaderboard.live(rnd.pk) == leaderboard.from_db(rnd.pk), rnd.pk
+    assert wallet.mismatched_wallets() == []
+
+    stats = {k.decode(): int(v) for k, v in get_client().hgetall(STATS_KEY).items()}
+    redeliveries = stats.get("deliveries", 0) - stats.get("scored", 0)
+    print(f"\nsoak: {GUESSES} guesses by {PLAYERS} players on {connection.vendor}; "
+          f"{kills['kills']} worker kills; wall {wall_s:.1f}s (submits {submit_s:.1f}s); "
+          f"deliveries {stats.get('deliveries', 0)}, redeliveries {redeliveries}; "
+          f"completed {q.counts()['completed']}; worker starts {sum(w.starts for w in workers)}")
+    assert kills["kills"] >= 2
+    assert [c for c in codes[-1:]] == [0]
