@@ -1,0 +1,70 @@
+"""``./dev run``: migrate, seed the demo, then run web, score worker(s),
+notifier and reaper as child processes until Ctrl-C / SIGTERM.
+
+A small supervisor, not a production process manager: a child that exits on
+its own is logged and restarted after a second; SIGTERM/SIGINT is passed to
+every child, which finish their jobs in hand and exit."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from echomq.contrib.django import valkey_url
+
+
+class Command(BaseCommand):
+    help = "Run the whole demo: migrate, seed, web + score workers + notifier + reaper."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8000)))
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--scoreworkers", type=int, default=2)
+        parser.add_argument("--no-web", action="store_true")
+
+    def handle(self, *args, **o):
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("database migrated")
+        call_command("seed_demo", stdout=self.stdout)
+        if not o["no_web"]:
+            call_command("collectstatic", interactive=False, verbosity=0)
+        env = dict(os.environ, VALKEY_URL=valkey_url(), PYTHONUNBUFFERED="1")
+        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        specs = {f"scoreworker{i + 1}": manage + ["run_scoreworker"] for i in range(o["scoreworkers"])}
+        specs["notifier"] = manage + ["run_notifier"]
+        specs["reaper"] = manage + ["run_reaper"]
+        if not o["no_web"]:
+            specs["web"] = [sys.executable, "-m", "gunicorn", "codemojex_site.wsgi", "--bind",
+                            f"{o['host']}:{o['port']}", "--workers", "2", "--access-logfile", "-"]
+        children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
+        self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}"
+                          + ("" if o["no_web"] else f"; open http://{o['host']}:{o['port']}/admin/"))
+        self.stdout.flush()
+        stopping = []
+        previous = {sig: signal.signal(sig, lambda s, f: stopping.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            while not stopping:
+                time.sleep(0.5)
+                for name, proc in list(children.items()):
+                    if proc.poll() is not None and not stopping:
+                        self.stderr.write(f"{name} exited with {proc.returncode}; restarting it in 1s")
+                        time.sleep(1)
+                        children[name] = subprocess.Popen(specs[name], env=env, cwd=settings.BASE_DIR)
+        finally:
+            self.stdout.write("stopping: " + ", ".join(children))
+            for proc in children.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for name, proc in children.items():
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    self.stderr.write(f"{name} did not stop in 30s; killing it")
+                    proc.kill()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        self.stdout.write("all stopped")
