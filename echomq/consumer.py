@@ -38,7 +38,6 @@ import redis
 from . import ids, keyspace
 from .errors import Drop, Retry, StaleToken
 from .job import Job
-from .scripts import BUNDLE, execute
 
 log = logging.getLogger("echomq.consumer")
 
@@ -174,15 +173,15 @@ class Consumer:
             free = self._free() if claim else 0
             acks = list(self._acks)
             self._acks.clear()
-        pipe = self.queue.client.pipeline(transaction=False)
-        for out in acks:
-            self._queue_ack(pipe, out)
-        if free > 0:
-            self.queue.queue_claim(pipe, free, lease_ms=self.lease_ms)
         if not acks and free <= 0:
             return 0, 0
+        batch = self.queue.batch()
+        for out in acks:
+            self._add_ack(batch, out)
+        if free > 0:
+            self.queue.add_claim(batch, free, lease_ms=self.lease_ms)
         try:
-            replies = execute(pipe, self.queue.client)
+            replies = batch.run()
         except CONNECTION_ERRORS:
             with self._cond:  # send them again after reconnecting (fenced, so safe)
                 self._acks.extendleft(reversed(acks))
@@ -200,15 +199,13 @@ class Consumer:
             self._runq.put(job)
         return len(jobs), len(acks)
 
-    def _queue_ack(self, pipe, out: _Outcome) -> None:
+    def _add_ack(self, batch, out: _Outcome) -> None:
         job = out.job
         if out.kind in ("complete", "drop"):
-            self.queue.queue_complete(pipe, job.id, job.attempts)
+            self.queue.add_complete(batch, job.id, job.attempts)
         else:
-            keys = (self.queue.job_key(job.id), self.queue.k_active, self.queue.k_schedule,
-                    self.queue.k_dead)
-            BUNDLE["retry"].queue(pipe, keys, (self.queue.prefix, job.id, job.attempts, out.delay_ms,
-                                               self.max_attempts, out.error[:2000]))
+            self.queue.add_retry(batch, job.id, job.attempts, delay_ms=out.delay_ms,
+                                 max_attempts=self.max_attempts, error=out.error)
 
     def _settled(self, out: _Outcome, reply) -> None:
         job = out.job
@@ -323,11 +320,10 @@ class Consumer:
             self._runq.put(None)
         if unstarted:
             try:
-                pipe = self.queue.client.pipeline(transaction=False)
+                batch = self.queue.batch()
                 for job in unstarted:
-                    BUNDLE["release"].queue(pipe, self.queue._fenced_keys(job.id),
-                                            (self.queue.prefix, job.id, job.attempts))
-                execute(pipe, self.queue.client)
+                    self.queue.add_release(batch, job.id, job.attempts)
+                batch.run()
                 log.info("consumer %s handed back %d unstarted jobs", self.name, len(unstarted))
             except CONNECTION_ERRORS:
                 log.warning("consumer %s could not hand back %d jobs; the reaper will", self.name,

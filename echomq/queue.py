@@ -13,7 +13,7 @@ import redis
 from . import ids, keyspace
 from .errors import EchoMQError, InvalidName, from_reply
 from .job import Job
-from .scripts import BUNDLE, execute
+from .scripts import BUNDLE, Batch
 
 DEFAULT_LEASE_MS = 30_000
 
@@ -67,9 +67,6 @@ class Queue:
                 raise
             raise typed from None
 
-    def _pipeline(self):
-        return self.client.pipeline(transaction=False)
-
     def job_key(self, job_id: str) -> str:
         return keyspace.job_key(self.name, job_id)
 
@@ -106,11 +103,11 @@ class Queue:
                                                 item.get("lane"), item.get("delay_ms")))
             else:
                 calls.append(self._enqueue_call(item, None, None, None))
-        pipe = self._pipeline()
+        batch = Batch(self.client)
         for _, keys, args in calls:
-            BUNDLE["enqueue"].queue(pipe, keys, args)
+            batch.add("enqueue", keys, args)
         out = []
-        for (job_id, _, _), reply in zip(calls, execute(pipe, self.client)):
+        for (job_id, _, _), reply in zip(calls, batch.run()):
             if isinstance(reply, Exception):
                 raise _typed(reply)
             out.append((job_id, self._STATUS[reply]))
@@ -145,20 +142,31 @@ class Queue:
         gone; raises StaleToken when ``attempts`` no longer holds the lease."""
         return self._run("complete", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts))) == 1
 
-    def queue_complete(self, pipe, job_id: str, attempts: int) -> None:
-        """Add a complete to a pipeline (run it with :func:`echomq.scripts.execute`)."""
-        BUNDLE["complete"].queue(pipe, self._fenced_keys(job_id), (self.prefix, job_id, int(attempts)))
+    # Adding transitions to a Batch (one round trip for many calls).
+    def batch(self) -> Batch:
+        return Batch(self.client)
 
-    def queue_claim(self, pipe, n: int, *, lease_ms: int) -> None:
-        BUNDLE["claim"].queue(pipe, *self._claim_call(n, lease_ms))
+    def add_complete(self, batch: Batch, job_id: str, attempts: int) -> None:
+        batch.add("complete", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts)))
+
+    def add_retry(self, batch: Batch, job_id: str, attempts: int, *, delay_ms: int, max_attempts: int,
+                  error: str) -> None:
+        keys = (self.job_key(job_id), self.k_active, self.k_schedule, self.k_dead)
+        batch.add("retry", keys, (self.prefix, job_id, int(attempts), delay_ms, max_attempts, str(error)[:2000]))
+
+    def add_release(self, batch: Batch, job_id: str, attempts: int) -> None:
+        batch.add("release", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts)))
+
+    def add_claim(self, batch: Batch, n: int, *, lease_ms: int) -> None:
+        batch.add("claim", *self._claim_call(n, lease_ms))
 
     def complete_many(self, pairs: Iterable[tuple[str, int]]) -> list:
         """Complete many jobs in one round trip. Each answer is True
         (completed), False (gone) or a StaleToken instance."""
-        pipe = self._pipeline()
+        batch = self.batch()
         for job_id, attempts in pairs:
-            self.queue_complete(pipe, job_id, attempts)
-        return [_typed(r) if isinstance(r, Exception) else r == 1 for r in execute(pipe, self.client)]
+            self.add_complete(batch, job_id, attempts)
+        return [_typed(r) if isinstance(r, Exception) else r == 1 for r in batch.run()]
 
     def retry(self, job_id: str, attempts: int, *, delay_ms: int = 0, max_attempts: int = 3,
               error: str = "") -> str:
@@ -166,9 +174,11 @@ class Queue:
         ``"dead"`` once it has had ``max_attempts``; ``"gone"`` if no row."""
         _int_ms(delay_ms, "delay_ms", minimum=0)
         _int_ms(max_attempts, "max_attempts", minimum=1)
-        keys = (self.job_key(job_id), self.k_active, self.k_schedule, self.k_dead)
-        reply = self._run("retry", keys, (self.prefix, job_id, int(attempts), delay_ms, max_attempts,
-                                          str(error)[:2000]))
+        batch = self.batch()
+        self.add_retry(batch, job_id, attempts, delay_ms=delay_ms, max_attempts=max_attempts, error=error)
+        reply = batch.run()[0]
+        if isinstance(reply, Exception):
+            raise _typed(reply)
         return _text(reply)
 
     def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
@@ -180,10 +190,10 @@ class Queue:
         """Extend many leases in one round trip; answers as :meth:`extend`,
         with StaleToken instances in place of raising."""
         _int_ms(lease_ms, "lease_ms", minimum=1)
-        pipe = self._pipeline()
+        batch = self.batch()
         for job_id, attempts in pairs:
-            BUNDLE["extend"].queue(pipe, self._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
-        return [_typed(r) if isinstance(r, Exception) else r for r in execute(pipe, self.client)]
+            batch.add("extend", self._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
+        return [_typed(r) if isinstance(r, Exception) else r for r in batch.run()]
 
     def release(self, job_id: str, attempts: int) -> bool:
         """Hand back an unstarted job: ready again, not counted as an attempt."""

@@ -45,10 +45,6 @@ class Script:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
-    def queue(self, pipe, keys, args) -> None:
-        """Add this script to a pipeline; see :func:`execute`."""
-        pipe.evalsha(self.sha, len(keys), *keys, *args)
-
     def __repr__(self) -> str:
         return f"<Script {self.name} {self.sha[:10]}>"
 
@@ -64,21 +60,39 @@ NAMES = (
 BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
 
 
-def execute(pipe, client) -> list:
-    """Run a pipeline of script calls; reply errors come back as exception
-    objects in place. Calls answered NOSCRIPT did not run: load every script
-    and run just those calls again, in order."""
-    stack = list(pipe.command_stack)
-    results = pipe.execute(raise_on_error=False)
-    missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
-    if missing:
-        for script in BUNDLE.values():
-            client.script_load(script.source)
-        again = client.pipeline(transaction=False)
-        for i in missing:
-            cmd = stack[i]  # (args, options) on redis.Redis, an object on RedisCluster
-            args, options = cmd if isinstance(cmd, tuple) else (cmd.args, cmd.options)
-            again.execute_command(*args, **options)
-        for i, r in zip(missing, again.execute(raise_on_error=False)):
-            results[i] = r
-    return results
+class Batch:
+    """Script calls sent together in one pipelined round trip.
+
+    Reply errors come back as exception objects in place of results. Calls
+    answered NOSCRIPT did not run: the bundle is loaded and just those calls
+    are sent again, in order. Works on ``redis.Redis`` and ``RedisCluster``
+    (EVALSHA goes through execute_command, which the cluster routes by key).
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self.calls: list[tuple[Script, tuple, tuple]] = []
+
+    def add(self, name: str, keys, args) -> None:
+        self.calls.append((BUNDLE[name], tuple(keys), tuple(args)))
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def _send(self, calls) -> list:
+        pipe = self.client.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        return pipe.execute(raise_on_error=False)
+
+    def run(self) -> list:
+        if not self.calls:
+            return []
+        results = self._send(self.calls)
+        missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
+        if missing:
+            for script in BUNDLE.values():
+                self.client.script_load(script.source)
+            for i, r in zip(missing, self._send([self.calls[i] for i in missing])):
+                results[i] = r
+        return results
