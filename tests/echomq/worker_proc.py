@@ -1,0 +1,67 @@
+"""A consumer process for the crash tests: ``python -m tests.echomq.worker_proc``.
+
+Handlers record what they do in Valkey, next to the queue:
+  ``runs``        every job id each time a handler starts it (redeliveries show)
+  ``holding``     same, for tests that wait until a worker holds its jobs
+  ``effect:<id>`` SET NX by whichever run did the job's effect first
+  ``effects``     INCR only when that SET NX won: the exactly-once effect count
+Modes: ``effect`` (do the effect, optionally sleep), ``gate-before`` / ``gate-after``
+(block on ``gate`` before / after the effect until the test pushes a token),
+``poison`` (SIGKILL our own process: a job that kills every worker).
+"""
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+
+import redis
+
+from echomq import Consumer, Queue
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--queue", default="crash")
+    p.add_argument("--mode", default="effect")
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--prefetch", type=int, default=0)
+    p.add_argument("--lease-ms", type=int, default=30_000)
+    p.add_argument("--sleep-ms", type=int, default=0)
+    p.add_argument("--grace-ms", type=int, default=10_000)
+    p.add_argument("--beat-ms", type=int, default=1_000)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format=f"%(asctime)s pid={os.getpid()} %(name)s %(message)s")
+    client = redis.Redis.from_url(a.url, socket_timeout=5, socket_connect_timeout=2)
+    side = redis.Redis.from_url(a.url, socket_timeout=60)
+
+    def effect(job):
+        if side.set(f"effect:{job.id}", os.getpid(), nx=True):
+            side.incr("effects")
+
+    def handler(job):
+        side.rpush("runs", job.id)
+        side.rpush("holding", job.id)
+        if a.mode == "poison":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if a.mode == "gate-before":
+            side.blpop(["gate"], timeout=60)
+        effect(job)
+        if a.mode == "gate-after":
+            side.blpop(["gate"], timeout=60)
+        if a.sleep_ms:
+            time.sleep(a.sleep_ms / 1000)
+
+    consumer = Consumer(Queue(a.queue, client), handler, concurrency=a.concurrency, prefetch=a.prefetch,
+                        lease_ms=a.lease_ms, grace_ms=a.grace_ms, beat_ms=a.beat_ms,
+                        backoff=lambda attempt: 0)
+    consumer.run()
+    side.rpush("exited", os.getpid())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
