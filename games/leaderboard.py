@@ -80,6 +80,15 @@ def top(round_id: str, n: int = 10, client=None) -> list[Standing]:
     return _ranked(pairs)
 
 
+def public_top(rnd, n: int = 10, client=None) -> list[Standing]:
+    """What a player may see: nothing for a blind round until it is revealed."""
+    from .models import Round
+
+    if rnd.kind == Round.Kind.BLIND and not rnd.revealed:
+        return []
+    return top(rnd.pk, n, client)
+
+
 def from_db(round_id: str) -> dict[str, int]:
     """{PLR id: composite score} computed from the scored guesses."""
     best: dict[str, int] = {}

@@ -238,6 +238,12 @@ class Guess(models.Model):
     def percentage(self) -> int | None:
         return None if self.total is None else round(self.total / 6)
 
+    def feedback_visible(self) -> bool:
+        """Whether the player may see this guess's total and breakdown yet:
+        classic rounds show it once scored; blind rounds only after the reveal."""
+        return self.status == self.Status.SCORED and (
+            self.round.kind == Round.Kind.CLASSIC or self.round.revealed)
+
 
 class RoundEntry(models.Model):
     """A player's standing in a round: attempts counted and best total.

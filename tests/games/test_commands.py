@@ -4,7 +4,6 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.utils import timezone
 
 from games import leaderboard
 from games.guesses import submit

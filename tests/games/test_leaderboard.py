@@ -5,7 +5,6 @@ from games import leaderboard
 from games.guesses import submit
 from games.workers import score_guess
 
-from .conftest import drain
 from .test_worker import job_for
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,6 @@ from games.guesses import submit
 from games.models import Round
 
 from .conftest import drain
-from .test_worker import job_for
 from games.workers import score_guess
 
 pytestmark = pytest.mark.django_db
@@ -72,6 +71,7 @@ def test_round_str_and_repr_do_not_leak(make_round):
     assert rnd.public_secret is None and rnd.public_nonce is None
 
 
+@pytest.mark.filterwarnings("ignore:No directory at")
 def test_admin_pages_hide_the_secret_until_settled(client, settings, make_player, make_round):
     # No collectstatic in tests: serve admin assets without the manifest.
     settings.STORAGES = {**settings.STORAGES, "staticfiles": {
@@ -92,3 +92,19 @@ def test_admin_pages_hide_the_secret_until_settled(client, settings, make_player
     assert "hidden until settled" in client.get(pages[0]).content.decode()
     settlement.settle_round(rnd.pk, force=True)
     assert rnd.nonce in client.get(pages[0]).content.decode()
+
+
+def test_blind_round_shows_no_totals_or_leaderboard_until_revealed(make_player, make_round):
+    from games import leaderboard
+    from .test_worker import job_for
+
+    p = make_player(keys=5)
+    blind, classic = make_round(kind="blind", secret=S, prize_pool=5), make_round(secret=S)
+    gb, gc = submit(p, blind, S), submit(p, classic, S[::-1])
+    score_guess(job_for(gb)), score_guess(job_for(gc))
+    gb.refresh_from_db(), gc.refresh_from_db()
+    assert not gb.feedback_visible() and gc.feedback_visible()
+    assert leaderboard.public_top(blind) == [] and len(leaderboard.public_top(classic)) == 1
+    settlement.settle_round(blind.pk, force=True)
+    blind.refresh_from_db(), gb.refresh_from_db()
+    assert gb.feedback_visible() and leaderboard.public_top(blind)[0].total == 600
