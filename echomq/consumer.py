@@ -175,9 +175,16 @@ class Consumer:
             self._acks.clear()
         if not acks and free <= 0:
             return 0, 0
+        # Completions and drops go in one complete_batch call; retries, rarer,
+        # one script call each; the claim last. All in one round trip.
+        done = [out for out in acks if out.kind != "retry"]
+        failed = [out for out in acks if out.kind == "retry"]
         batch = self.queue.batch()
-        for out in acks:
-            self._add_ack(batch, out)
+        if done:
+            self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
+        for out in failed:
+            self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
+                                 max_attempts=self.max_attempts, error=out.error)
         if free > 0:
             self.queue.add_claim(batch, free, lease_ms=self.lease_ms)
         try:
@@ -186,8 +193,17 @@ class Consumer:
             with self._cond:  # send them again after reconnecting (fenced, so safe)
                 self._acks.extendleft(reversed(acks))
             raise
-        for out, reply in zip(acks, replies):
+        answers = []
+        if done:
+            first = replies[0]
+            if isinstance(first, Exception):
+                raise first
+            answers = self.queue.batch_answers(first)
+        answers += replies[1 if done else 0: len(replies) - (1 if free > 0 else 0)]
+        for out, reply in zip(done + failed, answers):
             self._settled(out, reply)
+        if free > 0 and isinstance(replies[-1], Exception):
+            raise replies[-1]
         jobs = self.queue._jobs(replies[-1]) if free > 0 else []
         with self._cond:
             for out in acks:
@@ -199,18 +215,10 @@ class Consumer:
             self._runq.put(job)
         return len(jobs), len(acks)
 
-    def _add_ack(self, batch, out: _Outcome) -> None:
-        job = out.job
-        if out.kind in ("complete", "drop"):
-            self.queue.add_complete(batch, job.id, job.attempts)
-        else:
-            self.queue.add_retry(batch, job.id, job.attempts, delay_ms=out.delay_ms,
-                                 max_attempts=self.max_attempts, error=out.error)
-
     def _settled(self, out: _Outcome, reply) -> None:
         job = out.job
         if isinstance(reply, Exception):
-            if isinstance(reply, redis.exceptions.ResponseError) and str(reply).startswith("EMQSTALE"):
+            if isinstance(reply, StaleToken) or str(reply).startswith("EMQSTALE"):
                 self.stats["stale"] += 1
                 log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
                             self.name, out.kind, job.id, job.attempts)

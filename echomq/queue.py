@@ -11,7 +11,7 @@ from typing import Iterable, Mapping
 import redis
 
 from . import ids, keyspace
-from .errors import EchoMQError, InvalidName, from_reply
+from .errors import EchoMQError, InvalidName, StaleToken, from_reply
 from .job import Job
 from .scripts import BUNDLE, Batch
 
@@ -160,13 +160,32 @@ class Queue:
     def add_claim(self, batch: Batch, n: int, *, lease_ms: int) -> None:
         batch.add("claim", *self._claim_call(n, lease_ms))
 
-    def complete_many(self, pairs: Iterable[tuple[str, int]]) -> list:
-        """Complete many jobs in one round trip. Each answer is True
-        (completed), False (gone) or a StaleToken instance."""
-        batch = self.batch()
+    def add_complete_batch(self, batch: Batch, pairs) -> None:
+        """Add one ``complete_batch`` call for many (job_id, token) pairs."""
+        args = [self.prefix]
         for job_id, attempts in pairs:
-            self.add_complete(batch, job_id, attempts)
-        return [_typed(r) if isinstance(r, Exception) else r == 1 for r in batch.run()]
+            keyspace.check_job_id(job_id)
+            args += (job_id, int(attempts))
+        batch.add("complete_batch", (self.k_active, self.k_meta), args)
+
+    @staticmethod
+    def batch_answers(reply) -> list:
+        """complete_batch's codes as complete_many answers them."""
+        return [True if code == 1 else False if code == 0 else StaleToken("EMQSTALE token does not hold the job")
+                for code in reply]
+
+    def complete_many(self, pairs: Iterable[tuple[str, int]]) -> list:
+        """Complete many jobs in one script call. Each answer is True
+        (completed), False (gone) or a StaleToken instance (nothing changed)."""
+        pairs = list(pairs)
+        if not pairs:
+            return []
+        batch = self.batch()
+        self.add_complete_batch(batch, pairs)
+        reply = batch.run()[0]
+        if isinstance(reply, Exception):
+            raise _typed(reply)
+        return self.batch_answers(reply)
 
     def retry(self, job_id: str, attempts: int, *, delay_ms: int = 0, max_attempts: int = 3,
               error: str = "") -> str:

@@ -54,7 +54,7 @@ def load(name: str) -> Script:
 
 
 NAMES = (
-    "enqueue", "claim", "complete", "retry", "extend", "release",
+    "enqueue", "claim", "complete", "complete_batch", "retry", "extend", "release",
     "reap", "promote", "requeue", "remove", "lane", "pause", "counts",
 )
 BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}

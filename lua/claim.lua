@@ -19,6 +19,7 @@ flat). Empty when nothing is ready or the queue is paused.
 ]]
 --- @include "now"
 --- @include "lanes"
+--- @include "chunks"
 
 local P = ARGV[1]
 local lease = tonumber(ARGV[2])
@@ -26,13 +27,14 @@ local n = tonumber(ARGV[3])
 if redis.call('HGET', KEYS[4], 'paused') == '1' then return {} end
 
 local deadline = now_ms() + lease
-local out = {}
+local out, leases = {}, {}
 
 local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
   local token = redis.call('HINCRBY', jk, 'attempts', 1)
   redis.call('HSET', jk, 'state', 'active')
-  redis.call('ZADD', KEYS[2], deadline, id)
+  leases[#leases + 1] = deadline
+  leases[#leases + 1] = id
   out[#out + 1] = id
   out[#out + 1] = redis.call('HGET', jk, 'payload')
   out[#out + 1] = token
@@ -63,4 +65,6 @@ while taken < n and guard > 0 do
     guard = redis.call('LLEN', KEYS[3])
   end
 end
+-- One ZADD for the whole batch: every lease ends at the same deadline.
+in_chunks('ZADD', KEYS[2], leases, 1000)
 return out

@@ -10,19 +10,13 @@ Replies: 1 completed (row deleted, counted), 0 gone (no such row; nothing to do)
 Errors:  EMQSTALE when the token no longer holds the lease (nothing changed).
 ]]
 --- @include "now"
---- @include "lanes"
---- @include "fence"
+--- @include "finish"
 --- @include "stats"
 
 local P, id = ARGV[1], ARGV[2]
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return 0 end
-if verdict == 'stale' then
+local codes, completed = finish(P, {id}, {ARGV[3]})
+if codes[1] == -1 then
   return redis.error_reply('EMQSTALE token ' .. ARGV[3] .. ' does not hold ' .. id)
 end
-local lane = redis.call('HGET', KEYS[1], 'lane')
-redis.call('ZREM', KEYS[2], id)
-redis.call('DEL', KEYS[1])
-if lane and lane ~= '' then lane_release_active(P, lane) end
-count(P, 'completed', now_ms())
-return 1
+if completed > 0 then count(P, 'completed', now_ms(), completed) end
+return codes[1]

@@ -36,7 +36,7 @@ for _, id in ipairs(expired) do
       redis.call('HSET', jk, 'state', 'dead', 'died', now,
         'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
       redis.call('ZADD', KEYS[2], now, id)
-      count(P, 'dead', now)
+      count(P, 'dead', now, 1)
       dead = dead + 1
     else
       make_ready(P, id, jk)

@@ -37,7 +37,7 @@ if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
 if tries >= tonumber(ARGV[5]) then
   redis.call('HSET', KEYS[1], 'state', 'dead', 'died', now)
   redis.call('ZADD', KEYS[4], now, id)
-  count(P, 'dead', now)
+  count(P, 'dead', now, 1)
   return 'dead'
 end
 redis.call('HSET', KEYS[1], 'state', 'scheduled')
