@@ -1,3 +1,24 @@
+"""The player pages. Log in / log out are Django's own views (log out is a
+POST); everything else is in ``games.views``."""
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-urlpatterns: list = []
+from . import views
+
+urlpatterns = [
+    path("", views.lobby, name="lobby"),
+    path("signup/", views.signup, name="signup"),
+    path("login/", auth_views.LoginView.as_view(template_name="games/login.html",
+                                                redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("rounds/<str:round_id>/", views.round_page, name="round"),
+    path("rounds/<str:round_id>/compose/", views.compose, name="compose"),
+    path("rounds/<str:round_id>/lock/", views.lock, name="lock"),
+    path("rounds/<str:round_id>/guess/", views.guess, name="guess"),
+    path("rounds/<str:round_id>/my-guesses.json", views.my_guesses, name="my_guesses"),
+    path("rounds/<str:round_id>/leaderboard/", views.leaderboard_page, name="leaderboard"),
+    path("wallet/", views.wallet_page, name="wallet"),
+    path("wallet/exchange/", views.exchange, name="exchange"),
+    path("notifications/", views.notifications, name="notifications"),
+    path("notifications/read/", views.mark_notifications_read, name="notifications_read"),
+]

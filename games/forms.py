@@ -1,0 +1,137 @@
+"""Forms for the player pages.
+
+A guess being composed (the *draft*) travels as six form fields
+``slot0``..``slot5``, one emoji or empty each, so the page works as ordinary
+form posts with JavaScript off: every keyboard tap posts the draft plus the
+tapped key and comes back with the draft one emoji longer. The JavaScript
+does the same edits in the browser (``compose`` below is the one rule both
+follow) and only talks to the server to lock, submit and poll.
+
+These forms check the *shape* of what was sent; the game rules (keyboard,
+round open, funds) stay in ``games.guesses.submit`` and ``games.locks``,
+whose typed errors the views show on the page.
+"""
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+from django.db import transaction
+
+from . import engine, wallet
+from .models import LedgerEntry
+from .players import ensure_player
+
+SLOTS = [f"slot{i}" for i in range(engine.SIZE)]
+MAX_EMOJI_LENGTH = 64  # an emoji is opaque but short: the Lock.emoji column is 64
+
+# What a new player starts with, credited through the ledger like any grant.
+STARTING_BALANCE = {"keys": 50, "clips": 20}
+
+
+def compose(slots: list[str], locks: dict[int, str], *, key: str | None = None,
+            op: str | None = None) -> list[str]:
+    """The draft after one edit. Locked positions always show their lock and
+    are never edited: a key fills the first empty unlocked position,
+    backspace empties the last filled unlocked one, clear empties them all."""
+    out = [locks.get(i, s) for i, s in enumerate(slots)]
+    free = [i for i in range(engine.SIZE) if i not in locks]
+    if key:
+        empty = [i for i in free if not out[i]]
+        if empty:
+            out[empty[0]] = key
+    elif op == "backspace":
+        filled = [i for i in free if out[i]]
+        if filled:
+            out[filled[-1]] = ""
+    elif op == "clear":
+        for i in free:
+            out[i] = ""
+    return out
+
+
+class DraftForm(forms.Form):
+    """The six positions of a guess being composed; empty ones allowed."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in SLOTS:
+            self.fields[name] = forms.CharField(required=False, max_length=MAX_EMOJI_LENGTH, strip=True)
+
+    def clean(self):
+        data = super().clean()
+        for name in SLOTS:
+            value = data.get(name) or ""
+            if any(ch.isspace() for ch in value):
+                self.add_error(name, "One emoji per position.")
+        return data
+
+    def slots(self) -> list[str]:
+        """The draft as six strings ('' for empty); valid forms only."""
+        return [self.cleaned_data.get(name) or "" for name in SLOTS]
+
+    @classmethod
+    def from_query(cls, query) -> list[str]:
+        """The draft carried in a page URL, or an empty one if it is not valid."""
+        form = cls(query)
+        return form.slots() if form.is_valid() else [""] * engine.SIZE
+
+
+class ComposeForm(DraftForm):
+    """One edit of the draft without JavaScript: a keyboard tap or an op."""
+
+    OPS = [("backspace", "Backspace"), ("clear", "Clear")]
+
+    def __init__(self, *args, keyboard: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["key"] = forms.ChoiceField(required=False, choices=[(e, e) for e in keyboard],
+                                               error_messages={"invalid_choice": "That key is not on this keyboard."})
+        self.fields["op"] = forms.ChoiceField(required=False, choices=self.OPS)
+
+
+class LockForm(DraftForm):
+    """Lock a position to the emoji the draft has there, or unlock it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        positions = [(str(i), str(i + 1)) for i in range(engine.SIZE)]
+        self.fields["lock"] = forms.TypedChoiceField(required=False, coerce=int, choices=positions, empty_value=None)
+        self.fields["unlock"] = forms.TypedChoiceField(required=False, coerce=int, choices=positions, empty_value=None)
+
+    def clean(self):
+        data = super().clean()
+        if (data.get("lock") is None) == (data.get("unlock") is None):
+            raise forms.ValidationError("Choose one position to lock or unlock.")
+        position = data.get("lock")
+        if position is not None and not (data.get(SLOTS[position]) or ""):
+            raise forms.ValidationError(f"Put an emoji in position {position + 1} before locking it.")
+        return data
+
+
+class GuessForm(DraftForm):
+    """Submit the draft. ``token`` is minted per page view and used as the
+    submission's idempotency key, so a double click is charged once."""
+
+    token = forms.RegexField(regex=r"^[0-9a-f]{32}$", required=False)
+
+    def emojis(self) -> list[str]:
+        """The filled positions in order; ``submit`` refuses fewer than six
+        with its own message, so nothing is charged for a short guess."""
+        return [s for s in self.slots() if s]
+
+
+class ExchangeForm(forms.Form):
+    keys = forms.IntegerField(min_value=1, max_value=1_000_000, label="Keys to buy",
+                              help_text=f"{wallet.DIAMONDS_PER_KEY} diamonds buy one key.")
+
+
+class SignUpForm(UserCreationForm):
+    """Django's sign-up form; saving also makes the player and credits the
+    starting balance through the ledger, all in one transaction."""
+
+    @transaction.atomic
+    def save(self, commit=True):
+        user = super().save(commit=True)
+        player = ensure_player(user)
+        for currency, amount in STARTING_BALANCE.items():
+            wallet.grant(player, currency, amount, reason=LedgerEntry.Reason.GRANT, reference="welcome")
+        return user

@@ -1,0 +1,135 @@
+/* Codemojex round page, progressively enhanced.
+ * Without this script every tap is an ordinary form post and the page still
+ * works. With it: keyboard taps, backspace and clear edit the draft in the
+ * page (the same rule as games.forms.compose), a double click submits once,
+ * and "my guesses" are polled from a small JSON endpoint so a queued guess
+ * turns into its score without a reload. */
+(function () {
+  "use strict";
+
+  var composer = document.querySelector("[data-composer]");
+  if (composer) {
+    var inputs = Array.prototype.slice.call(composer.querySelectorAll("[data-slot]"));
+    var views = Array.prototype.slice.call(composer.querySelectorAll("[data-slot-view]"));
+    var announce = composer.querySelector("[data-announce]");
+    var free = inputs.map(function (el) { return !el.hasAttribute("data-locked"); });
+    var names = {};
+    Array.prototype.forEach.call(composer.querySelectorAll("button[name=key]"), function (b) {
+      names[b.value] = b.getAttribute("aria-label");
+    });
+
+    var render = function () {
+      inputs.forEach(function (el, i) {
+        var v = el.value, view = views[i];
+        view.textContent = v || "·";
+        view.classList.toggle("empty", !v);
+        view.setAttribute("aria-label", "Position " + (i + 1) + ": " + (v ? (names[v] || v) : "empty") +
+          (free[i] ? "" : " (locked)"));
+      });
+    };
+    var say = function (text) { if (announce) { announce.textContent = text; } };
+
+    var edit = function (name, value) {
+      var i;
+      if (name === "key") {
+        for (i = 0; i < inputs.length; i++) {
+          if (free[i] && !inputs[i].value) { inputs[i].value = value; say("Position " + (i + 1) + ": " + (names[value] || value)); return true; }
+        }
+        say("All six positions are filled.");
+        return true;
+      }
+      if (name === "op" && value === "backspace") {
+        for (i = inputs.length - 1; i >= 0; i--) {
+          if (free[i] && inputs[i].value) { inputs[i].value = ""; say("Position " + (i + 1) + " cleared"); return true; }
+        }
+        return true;
+      }
+      if (name === "op" && value === "clear") {
+        inputs.forEach(function (el, j) { if (free[j]) { el.value = ""; } });
+        say("Guess cleared");
+        return true;
+      }
+      return false;  // lock, unlock and guess go to the server
+    };
+
+    composer.addEventListener("click", function (event) {
+      var button = event.target.closest("button");
+      if (button && edit(button.name, button.value)) {
+        event.preventDefault();
+        render();
+      }
+    });
+    composer.addEventListener("submit", function (event) {
+      if (composer.dataset.busy) { event.preventDefault(); return; }  // a double click submits once
+      composer.dataset.busy = "1";
+    });
+    window.addEventListener("pageshow", function () { delete composer.dataset.busy; });
+  }
+
+  var list = document.querySelector("[data-my-guesses]");
+  if (!list || !window.fetch) { return; }
+  var initialStatus = list.dataset.status;
+  var open = list.dataset.open === "1";
+
+  var resultText = function (g) {
+    if (g.total !== null) { return null; }
+    if (g.status === "sealed") { return "sealed until the reveal"; }
+    return g.status;
+  };
+  var showRow = function (g) {
+    var li = list.querySelector('[data-guess="' + g.id + '"]');
+    if (!li) {
+      li = document.createElement("li");
+      li.dataset.guess = g.id;
+      var emojis = document.createElement("span");
+      emojis.className = "emojis";
+      emojis.textContent = g.emojis.join(" ");
+      var result = document.createElement("span");
+      result.className = "result";
+      result.setAttribute("data-result", "");
+      li.appendChild(emojis);
+      li.appendChild(result);
+      list.insertBefore(li, list.firstChild);
+      var empty = document.querySelector("[data-empty]");
+      if (empty) { empty.remove(); }
+    }
+    li.className = "guess status-" + g.status;
+    var cell = li.querySelector("[data-result]");
+    var text = resultText(g);
+    if (text === null) {
+      cell.textContent = "";
+      var strong = document.createElement("strong");
+      strong.textContent = g.total;
+      cell.appendChild(strong);
+      cell.appendChild(document.createTextNode("/600 · " + g.percentage + "%"));
+    } else {
+      cell.textContent = text;
+    }
+  };
+  var pending = function () { return list.querySelector(".status-queued") !== null; };
+
+  var timer = null;
+  var schedule = function () {
+    // Fast while a guess is being scored or the round is closing; slower
+    // while open (to notice another player cracking it); stop when over.
+    var closing = !open && initialStatus === "open";
+    if (!pending() && !open && !closing) { return; }
+    timer = window.setTimeout(poll, pending() || closing ? 1000 : 5000);
+  };
+  var poll = function () {
+    timer = null;
+    if (document.hidden) { schedule(); return; }
+    fetch(list.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
+      .then(function (data) {
+        if (data.round.status !== initialStatus) { window.location.reload(); return; }
+        data.guesses.slice().reverse().forEach(showRow);
+        schedule();
+      })
+      .catch(function () { timer = window.setTimeout(poll, 5000); });
+  };
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && timer === null) { poll(); }
+  });
+  schedule();
+})();

@@ -1,0 +1,35 @@
+"""Template helpers for the page header, available on every page
+(error pages included) without a project-wide context processor."""
+from django import template
+
+from ..models import Notification, Wallet
+from ..views.common import emoji_name as _emoji_name
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def header_status(context) -> dict | None:
+    """The signed-in player's balances and unread notification count."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    player = getattr(request, "player", None) or getattr(user, "player", None)
+    if player is None:
+        return {"unread": 0, "wallet": None}
+    return {
+        "unread": Notification.objects.filter(player=player, read_at__isnull=True).count(),
+        "wallet": Wallet.objects.filter(player=player).first(),
+    }
+
+
+@register.filter
+def emoji_name(emoji: str) -> str:
+    return _emoji_name(emoji)
+
+
+@register.filter
+def amount(n, currency: str) -> str:
+    """``1|amount:"keys"`` -> "1 key"; ``3|amount:"keys"`` -> "3 keys"."""
+    return f"{n} {currency[:-1] if n == 1 and currency.endswith('s') else currency}"

@@ -1,0 +1,78 @@
+"""Sign-up, the wallet (balances, ledger, exchanging diamonds for keys)
+and notifications."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import wallet
+from ..forms import STARTING_BALANCE, ExchangeForm, SignUpForm
+from ..models import LedgerEntry, Notification
+from .common import player_required
+
+LEDGER_PAGE = 50
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request):
+    """Create an account, credit the starting balance, log in, go play."""
+    if request.user.is_authenticated:
+        return redirect("lobby")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            user = form.save()
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome! Your starting keys and clips are in your wallet.")
+            return redirect("lobby")
+    status = 400 if form.is_bound else 200
+    return render(request, "games/signup.html", {"form": form, "starting": STARTING_BALANCE}, status=status)
+
+
+def _wallet(request, form: ExchangeForm, status: int = 200):
+    ledger = LedgerEntry.objects.filter(player=request.player).order_by("-id")
+    page = Paginator(ledger, LEDGER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "games/wallet.html", {
+        "balances": wallet.balances(request.player), "page": page, "form": form,
+        "diamonds_per_key": wallet.DIAMONDS_PER_KEY,
+    }, status=status)
+
+
+@require_GET
+@player_required
+def wallet_page(request):
+    return _wallet(request, ExchangeForm())
+
+
+@require_POST
+@player_required
+def exchange(request):
+    """Turn diamonds (prizes) into keys (guesses), through the ledger."""
+    form = ExchangeForm(request.POST)
+    if form.is_valid():
+        try:
+            wallet.exchange_diamonds(request.player, form.cleaned_data["keys"])
+        except wallet.WalletError as err:
+            form.add_error("keys", err.message)
+        else:
+            messages.success(request, f"Exchanged for {form.cleaned_data['keys']} keys.")
+            return redirect("wallet")
+    return _wallet(request, form, status=400)
+
+
+@require_GET
+@player_required
+def notifications(request):
+    items = Notification.objects.filter(player=request.player).select_related("round")[:100]
+    return render(request, "games/notifications.html", {"items": items})
+
+
+@require_POST
+@player_required
+def mark_notifications_read(request):
+    Notification.objects.filter(player=request.player, read_at__isnull=True).update(read_at=timezone.now())
+    return redirect("notifications")

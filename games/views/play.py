@@ -1,0 +1,243 @@
+"""Lobby, round page, composing and submitting guesses, locks, the JSON
+poll of my guesses, and the leaderboard.
+
+Every POST answers with a redirect (post/redirect/get) on success, and on a
+refusal re-renders the round page with the refusal in words and a 4xx
+status; ``submit`` and ``set_lock`` change nothing when they refuse, so
+nothing is ever charged for an error.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from urllib.parse import urlencode
+
+import redis
+from django.contrib import messages
+from django.db.models import Q
+from django.http import HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from .. import leaderboard, locks, rounds
+from ..errors import SubmitError
+from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
+from ..guesses import submit
+from ..models import Guess, Player, Round, RoundEntry, Wallet
+from .common import emoji_name, player_required
+
+log = logging.getLogger("games.views")
+
+# How each refusal answers: the round or the wallet is in the wrong state
+# (409, 402) or the guess itself is malformed (400).
+ERROR_STATUS = {"no_round": 404, "closed": 409, "expired": 409, "insufficient_funds": 402}
+MAX_GUESSES_SHOWN = 200
+
+
+def _get_round(round_id: str) -> Round:
+    return get_object_or_404(Round.objects.select_related("emoji_set"), pk=round_id)
+
+
+def _round_url(rnd: Round, slots: list[str] | None = None) -> str:
+    """The round page, carrying the draft in the query so it survives the redirect."""
+    url = reverse("round", args=[rnd.pk])
+    query = urlencode({f"slot{i}": s for i, s in enumerate(slots or []) if s})
+    return f"{url}?{query}" if query else url
+
+
+def _sealed(rnd: Round) -> bool:
+    """A blind round shows no totals until it is revealed."""
+    return rnd.kind == Round.Kind.BLIND and not rnd.revealed
+
+
+def guess_row(g: Guess, rnd: Round) -> dict:
+    """What a player may see of their own guess: never the per-position
+    breakdown (it names where each emoji sits in the secret)."""
+    sealed = _sealed(rnd) and g.status != Guess.Status.REFUNDED
+    scored = g.status == Guess.Status.SCORED and not sealed
+    return {
+        "id": g.id,
+        "emojis": list(g.emojis_final),
+        "status": "sealed" if sealed else g.status,
+        "total": g.total if scored else None,
+        "percentage": g.percentage if scored else None,
+        "created_at": g.created_at.isoformat(),
+    }
+
+
+def _reveal(rnd: Round) -> dict | None:
+    """Secret, nonce and the commitment check, once the round is settled."""
+    secret = rnd.public_secret
+    if secret is None:
+        return None
+    out = {"secret": [(e, emoji_name(e)) for e in secret], "nonce": rnd.public_nonce}
+    if rnd.kind == Round.Kind.BLIND and rnd.public_nonce:
+        out["check_ok"] = rounds.verify_commitment(rnd.commitment, secret, rnd.public_nonce)
+        out["check_command"] = "printf '" + "\\x1e".join([*secret, rnd.public_nonce]) + "' | sha256sum"
+    return out
+
+
+def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
+                 status: int = 200):
+    """The round page; also the answer to a refused POST (with ``error``)."""
+    player = request.player
+    my_locks = locks.locks_for(player.pk, rnd.pk)
+    slots = compose_draft(slots or [""] * 6, my_locks)
+    guesses = Guess.objects.filter(player=player, round=rnd).order_by("-id")[:MAX_GUESSES_SHOWN]
+    entry = RoundEntry.objects.filter(round=rnd, player=player).first()
+    wallet = Wallet.objects.filter(player=player).first()
+    payout = next((p for p in (rnd.result or {}).get("payouts", []) if p["player"] == player.pk), None)
+    context = {
+        "rnd": rnd,
+        "sealed": _sealed(rnd),
+        "playable": rnd.is_open,
+        "keyboard": [(e, emoji_name(e)) for e in rnd.keyboard],
+        "slots": [{"index": i, "number": i + 1, "emoji": s, "name": emoji_name(s) if s else "",
+                   "locked": i in my_locks} for i, s in enumerate(slots)],
+        "guesses": [guess_row(g, rnd) for g in guesses],
+        "best": None if _sealed(rnd) or entry is None else entry.best_total,
+        "attempts": entry.attempts if entry else 0,
+        "balance": wallet.balance(rnd.currency) if wallet else 0,
+        "token": uuid.uuid4().hex,
+        "error": error,
+        "reveal": _reveal(rnd),
+        "payout": payout,
+    }
+    return render(request, "games/round.html", context, status=status)
+
+
+def _refused(request, rnd: Round, err: SubmitError, slots: list[str]):
+    return render_round(request, rnd, slots=slots, error=err.message, status=ERROR_STATUS.get(err.code, 400))
+
+
+def _form_refused(request, rnd: Round, form: DraftForm):
+    """A malformed post (only a hand-made request gets here): say why, 400."""
+    problems = [str(e) for errs in form.errors.values() for e in errs]
+    slots = form.slots() if hasattr(form, "cleaned_data") else None
+    return render_round(request, rnd, slots=slots, error=" ".join(problems), status=400)
+
+
+@require_GET
+@player_required
+def lobby(request):
+    """Open rounds, newest first, with my best total in each; and the
+    closed rounds I played lately, to find my results."""
+    player = request.player
+    now = timezone.now()
+    open_rounds = list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=now).order_by("ends_at"))
+    best = dict(RoundEntry.objects.filter(player=player, round__in=open_rounds)
+                .values_list("round_id", "best_total"))
+    played = set(Guess.objects.filter(player=player, round__in=open_rounds).values_list("round_id", flat=True))
+    rows = [{"rnd": r, "best": None if _sealed(r) else best.get(r.pk), "played": r.pk in played}
+            for r in open_rounds]
+    recent = (Round.objects.filter(guesses__player=player)
+              .filter(Q(status__in=[Round.Status.SETTLED, Round.Status.VOIDED]) | Q(ends_at__lte=now))
+              .distinct().order_by("-ends_at")[:10])
+    return render(request, "games/lobby.html", {"rows": rows, "recent": recent})
+
+
+@require_GET
+@player_required
+def round_page(request, round_id: str):
+    rnd = _get_round(round_id)
+    return render_round(request, rnd, slots=DraftForm.from_query(request.GET))
+
+
+@require_POST
+@player_required
+def compose(request, round_id: str):
+    """A keyboard tap, backspace or clear with JavaScript off."""
+    rnd = _get_round(round_id)
+    form = ComposeForm(request.POST, keyboard=rnd.keyboard)
+    if not form.is_valid():
+        return _form_refused(request, rnd, form)
+    slots = compose_draft(form.slots(), locks.locks_for(request.player.pk, rnd.pk),
+                          key=form.cleaned_data["key"] or None, op=form.cleaned_data["op"] or None)
+    return HttpResponseRedirect(_round_url(rnd, slots))
+
+
+@require_POST
+@player_required
+def lock(request, round_id: str):
+    """Lock a position to what the draft shows there, or unlock it."""
+    rnd = _get_round(round_id)
+    form = LockForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, rnd, form)
+    slots, position = form.slots(), form.cleaned_data["lock"]
+    try:
+        if position is not None:
+            locks.set_lock(request.player, rnd, position, slots[position])
+            messages.success(request, f"Position {position + 1} is locked to {slots[position]}.")
+        else:
+            position = form.cleaned_data["unlock"]
+            slots[position] = locks.locks_for(request.player.pk, rnd.pk).get(position, slots[position])
+            locks.remove_lock(request.player, rnd, position)
+            messages.success(request, f"Position {position + 1} is unlocked.")
+    except SubmitError as err:
+        return _refused(request, rnd, err, slots)
+    return HttpResponseRedirect(_round_url(rnd, slots))
+
+
+@require_POST
+@player_required
+def guess(request, round_id: str):
+    """Submit the draft. The page comes back with the guess listed as
+    queued; the poll (or a reload) shows its score."""
+    rnd = _get_round(round_id)
+    form = GuessForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, rnd, form)
+    try:
+        g = submit(request.player, rnd, form.emojis(), idempotency_key=form.cleaned_data["token"] or None)
+    except SubmitError as err:
+        return _refused(request, rnd, err, form.slots())
+    messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {g.price} {g.currency}.")
+    return HttpResponseRedirect(_round_url(rnd, form.slots()))
+
+
+@never_cache
+@require_GET
+@player_required(json=True)
+def my_guesses(request, round_id: str):
+    """My guesses in the round, newest first, for the page's poll. Only
+    the asking player's guesses; totals withheld while a blind round is sealed."""
+    rnd = Round.objects.filter(pk=round_id).first()
+    if rnd is None:
+        return JsonResponse({"error": "That round does not exist."}, status=404)
+    guesses = Guess.objects.filter(player=request.player, round=rnd).order_by("-id")[:MAX_GUESSES_SHOWN]
+    return JsonResponse({
+        "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},
+        "guesses": [guess_row(g, rnd) for g in guesses],
+    }, json_dumps_params={"ensure_ascii": False})
+
+
+def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:
+    """The top of the board from Valkey; from the database (the authority)
+    when Valkey does not answer, so the page still works."""
+    try:
+        return leaderboard.top(rnd.pk, 100), True
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        log.warning("leaderboard %s read from the database, Valkey unreachable: %s", rnd.pk, exc)
+        return leaderboard.standings_from_db(rnd.pk)[:100], False
+
+
+@require_GET
+@player_required
+def leaderboard_page(request, round_id: str):
+    """Best total per player, ties to who got there first; hidden while a
+    blind round is sealed."""
+    rnd = _get_round(round_id)
+    if _sealed(rnd):
+        return render(request, "games/leaderboard.html", {"rnd": rnd, "sealed": True})
+    standings, live = _standings(rnd)
+    names = dict(Player.objects.filter(pk__in=[s.player_id for s in standings])
+                 .values_list("pk", "user__username"))
+    prizes = {p["player"]: p["prize"] for p in (rnd.result or {}).get("payouts", [])}
+    rows = [{"rank": s.rank, "name": names.get(s.player_id, "(gone)"), "total": s.total,
+             "percentage": round(s.total / 6), "prize": prizes.get(s.player_id),
+             "me": s.player_id == request.player.pk} for s in standings]
+    return render(request, "games/leaderboard.html", {"rnd": rnd, "rows": rows, "live": live})
