@@ -53,11 +53,18 @@ def _sealed(rnd: Round) -> bool:
     return rnd.kind == Round.Kind.BLIND and not rnd.revealed
 
 
+def _my_guesses(player: Player, rnd: Round):
+    """Newest first; through the round's manager so each guess knows its
+    round without a query (``feedback_visible`` reads it)."""
+    return rnd.guesses.filter(player=player).order_by("-id")[:MAX_GUESSES_SHOWN]
+
+
 def guess_row(g: Guess, rnd: Round) -> dict:
-    """What a player may see of their own guess: never the per-position
-    breakdown (it names where each emoji sits in the secret)."""
+    """What a player may see of their own guess: the total once
+    ``feedback_visible``, and never the per-position breakdown, whose
+    ``found_at`` says where each emoji sits in the secret."""
     sealed = _sealed(rnd) and g.status != Guess.Status.REFUNDED
-    scored = g.status == Guess.Status.SCORED and not sealed
+    scored = g.feedback_visible()
     return {
         "id": g.id,
         "emojis": list(g.emojis_final),
@@ -86,7 +93,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
     player = request.player
     my_locks = locks.locks_for(player.pk, rnd.pk)
     slots = compose_draft(slots or [""] * 6, my_locks)
-    guesses = Guess.objects.filter(player=player, round=rnd).order_by("-id")[:MAX_GUESSES_SHOWN]
+    guesses = _my_guesses(player, rnd)
     entry = RoundEntry.objects.filter(round=rnd, player=player).first()
     wallet = Wallet.objects.filter(player=player).first()
     payout = next((p for p in (rnd.result or {}).get("payouts", []) if p["player"] == player.pk), None)
@@ -208,7 +215,7 @@ def my_guesses(request, round_id: str):
     rnd = Round.objects.filter(pk=round_id).first()
     if rnd is None:
         return JsonResponse({"error": "That round does not exist."}, status=404)
-    guesses = Guess.objects.filter(player=request.player, round=rnd).order_by("-id")[:MAX_GUESSES_SHOWN]
+    guesses = _my_guesses(request.player, rnd)
     return JsonResponse({
         "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},
         "guesses": [guess_row(g, rnd) for g in guesses],
@@ -219,7 +226,7 @@ def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:
     """The top of the board from Valkey; from the database (the authority)
     when Valkey does not answer, so the page still works."""
     try:
-        return leaderboard.top(rnd.pk, 100), True
+        return leaderboard.public_top(rnd, 100), True
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
         log.warning("leaderboard %s read from the database, Valkey unreachable: %s", rnd.pk, exc)
         return leaderboard.standings_from_db(rnd.pk)[:100], False

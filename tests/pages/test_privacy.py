@@ -1,0 +1,67 @@
+"""No page or JSON a player can fetch contains a round's secret (in any
+spelling) or a blind round's nonce before settlement, nor another player's
+guesses."""
+import pytest
+
+from games import settlement
+from games.guesses import submit
+from games.workers import score_guess
+
+from .conftest import drain, secret_forms
+
+pytestmark = pytest.mark.django_db
+
+SECRET = ["🦊", "🐶", "🐰", "🐱", "🐹", "🐭"]
+MINE = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
+THEIRS = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # nobody else's page may show these
+
+
+def player_urls(rnd) -> list[str]:
+    base = f"/rounds/{rnd.pk}/"
+    return ["/", "/wallet/", "/notifications/", base, base + "leaderboard/", base + "my-guesses.json",
+            base + "?slot0=🐶", "/rounds/RND00000000000/"]
+
+
+def posts(rnd) -> list[tuple[str, dict]]:
+    base = f"/rounds/{rnd.pk}/"
+    return [(base + "guess/", {"slot0": "🐶"}), (base + "guess/", {f"slot{i}": "🚗" for i in range(6)}),
+            (base + "lock/", {"lock": "3"}), (base + "compose/", {"key": "🚗"})]
+
+
+def assert_clean(text: str, rnd, where: str):
+    for form in secret_forms(rnd):
+        assert form not in text, f"{where} leaks {form!r}"
+    assert " ".join(THEIRS) not in text and '"' + '", "'.join(THEIRS) + '"' not in text, f"{where} shows another's guess"
+
+
+@pytest.mark.parametrize("kind", ["classic", "blind"])
+def test_no_secret_nonce_or_other_guesses_before_settlement(play, player, make_player, make_round, kind,
+                                                           django_capture_on_commit_callbacks):
+    rnd = make_round(kind=kind, secret=SECRET, prize_pool=50)
+    other = make_player("eve", keys=10)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(other, rnd, THEIRS)
+        submit(player, rnd, MINE)
+    drain("cm", score_guess)
+    for url in player_urls(rnd):
+        resp = play.get(url)
+        assert resp.status_code in (200, 404), url
+        assert_clean(resp.content.decode(), rnd, url)
+    for url, data in posts(rnd):
+        resp = play.post(url, data)
+        assert 400 <= resp.status_code < 500, url
+        assert_clean(resp.content.decode(), rnd, url)
+    # Another player's guesses never show, even after settlement.
+    settlement.settle_round(rnd.pk, force=True)
+    for url in player_urls(rnd):
+        body = play.get(url).content.decode()
+        assert " ".join(THEIRS) not in body and '", "'.join(THEIRS) not in body, url
+    assert rnd.commitment == "" or rnd.nonce in play.get(f"/rounds/{rnd.pk}/").content.decode()
+
+
+def test_the_secret_shows_once_settled(play, player, make_round):
+    rnd = make_round(secret=SECRET)
+    settlement.settle_round(rnd.pk, force=True)
+    html = play.get(f"/rounds/{rnd.pk}/").content.decode()
+    positions = [html.index(f'">{e}</span>', html.index("The secret")) for e in SECRET]
+    assert positions == sorted(positions)
