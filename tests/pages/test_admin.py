@@ -1,0 +1,129 @@
+"""The game-admin console: rounds (create, columns, settle/void, secret
+hidden), grant currency through the ledger, and the leaderboard view."""
+import pytest
+from django.contrib.auth import get_user_model
+
+from games import leaderboard, settlement, wallet
+from games.guesses import submit
+from games.models import LedgerEntry, Round
+from games.workers import score_guess
+
+from .conftest import drain, secret_forms
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client):
+    user = get_user_model().objects.create_superuser("boss", password="pw-boss-123")
+    client.force_login(user)
+    return client
+
+
+def test_create_round_draws_the_secret(staff, emoji_set):
+    page = staff.get("/admin/games/round/add/").content.decode()
+    assert 'name="keyboard_size"' in page and 'name="emoji_set"' in page and 'name="secret"' not in page
+    resp = staff.post("/admin/games/round/add/", {
+        "title": "Admin made", "emoji_set": emoji_set.pk, "keyboard_size": "30", "kind": "blind",
+        "currency": "keys", "guess_price": "2", "prize_pool": "300", "minutes": "45",
+        "weights": "[50, 30, 20]"})
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    rnd = Round.objects.get(title="Admin made")
+    assert len(rnd.keyboard) == 30 and set(rnd.secret) <= set(rnd.keyboard) and len(set(rnd.secret)) == 6
+    assert rnd.weights == [50, 30, 20] and rnd.commitment and rnd.status == "open"
+    assert 44 * 60 < (rnd.ends_at - rnd.created_at).total_seconds() <= 45 * 60
+    listing = staff.get(resp["Location"]).content.decode()
+    assert "was added successfully" in listing and all(f not in listing for f in secret_forms(rnd))
+    change = staff.get(f"/admin/games/round/{rnd.pk}/change/").content.decode()
+    assert "hidden until settled" in change and all(f not in change for f in secret_forms(rnd))
+
+
+@pytest.mark.parametrize("bad, field_error", [
+    ({"keyboard_size": "99"}, "has only"), ({"keyboard_size": "3"}, "greater than or equal to 6"),
+    ({"weights": "[0, -1]"}, "positive whole numbers"), ({"minutes": "0"}, "greater than or equal to 1"),
+])
+def test_create_round_refuses_bad_input(staff, emoji_set, bad, field_error):
+    data = {"title": "x", "emoji_set": emoji_set.pk, "keyboard_size": "24", "kind": "classic",
+            "currency": "keys", "guess_price": "1", "prize_pool": "0", "minutes": "60", "weights": "[40]", **bad}
+    resp = staff.post("/admin/games/round/add/", data)
+    assert resp.status_code == 200 and field_error in resp.content.decode()
+    assert not Round.objects.exists()
+
+
+def test_round_list_columns_and_actions(staff, make_player, make_round, django_capture_on_commit_callbacks):
+    rnd = make_round(title="Listed", prize_pool=30)
+    a, b = make_player(keys=5), make_player(keys=5)
+    with django_capture_on_commit_callbacks(execute=True):
+        for p in (a, a, b):
+            submit(p, rnd, rnd.keyboard[:6])
+    html = staff.get("/admin/games/round/").content.decode()
+    for col in ("column-players", "column-guess_count", "column-prize_pool", "column-ends_at", "column-status"):
+        assert col in html
+    assert '<td class="field-players">2</td>' in html and '<td class="field-guess_count">3</td>' in html
+    assert all(f not in html for f in secret_forms(rnd))
+    resp = staff.post("/admin/games/round/", {"action": "void", "_selected_action": [rnd.pk]})
+    assert resp.status_code == 302
+    assert Round.objects.get(pk=rnd.pk).status == "voided"
+    assert LedgerEntry.objects.filter(reason="refund").count() == 3
+
+
+def test_settle_now_goes_through_the_settle_queue(staff, make_round):
+    from games.workers import settle
+
+    rnd = make_round()
+    staff.post("/admin/games/round/", {"action": "settle_now", "_selected_action": [rnd.pk]})
+    drain("cm.settle", settle)
+    assert Round.objects.get(pk=rnd.pk).status == "settled"
+    assert " ".join(rnd.secret) in staff.get(f"/admin/games/round/{rnd.pk}/change/").content.decode()
+
+
+def test_grant_currency_action_writes_ledger_rows(staff, make_player):
+    a, b = make_player("gina", keys=0), make_player("hal", keys=1)
+    url = "/admin/games/player/"
+    ask = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk, b.pk]})
+    assert ask.status_code == 200 and "Grant currency" in ask.content.decode()
+    bad = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",
+                           "currency": "keys", "amount": "0"})
+    assert bad.status_code == 200 and "non-zero" in bad.content.decode()
+    done = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk, b.pk], "apply": "1",
+                            "currency": "keys", "amount": "7", "note": "ticket 9"})
+    assert done.status_code == 302
+    assert wallet.balances(a)["keys"] == 7 and wallet.balances(b)["keys"] == 8
+    assert LedgerEntry.objects.filter(reference="ticket 9", reason="grant").count() == 2
+    staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",
+                     "currency": "keys", "amount": "-100"})
+    assert wallet.balances(a)["keys"] == 7 and wallet.mismatched_wallets() == []
+    listing = staff.get(url).content.decode()
+    assert '<td class="field-keys">7</td>' in listing
+
+
+def test_money_guesses_and_notifications_are_read_only(staff):
+    for model in ("wallet", "ledgerentry", "guess", "notification"):
+        assert staff.get(f"/admin/games/{model}/").status_code == 200
+        assert staff.get(f"/admin/games/{model}/add/").status_code == 403
+
+
+def test_leaderboard_view_reads_valkey_and_rebuilds(staff, make_player, make_round, valkey,
+                                                    django_capture_on_commit_callbacks):
+    rnd = make_round(kind="blind")
+    p = make_player("ivy")
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(p, rnd, rnd.keyboard[:6])
+    drain("cm", score_guess)
+    url = f"/admin/games/round/{rnd.pk}/leaderboard/"
+    html = staff.get(url).content.decode()
+    assert "ivy" in html and "It matches the database." in html  # staff see blind boards
+    assert all(f not in html for f in secret_forms(rnd))
+    valkey.delete(leaderboard.key(rnd.pk))
+    assert "differs from the database" in staff.get(url).content.decode()
+    assert staff.post(url).status_code == 302
+    assert leaderboard.live(rnd.pk) == leaderboard.from_db(rnd.pk) != {}
+    assert staff.get("/admin/games/round/RND00000000000/leaderboard/").status_code == 404
+
+
+def test_console_is_staff_only(client, make_player, make_round):
+    rnd = make_round()
+    client.force_login(make_player("pat").user)
+    for url in ("/admin/games/round/", f"/admin/games/round/{rnd.pk}/leaderboard/", "/admin/games/round/add/"):
+        resp = client.get(url)
+        assert resp.status_code == 302 and "/admin/login/" in resp["Location"]
