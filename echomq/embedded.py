@@ -121,11 +121,12 @@ def ensure(directory: str | os.PathLike) -> str:
                 "--dir", str(data), "--appendonly", "yes", "--appendfsync", "everysec",
                 "--save", "", "--daemonize", "yes", "--pidfile", str(directory / "valkey.pid"),
                 "--logfile", str(logfile)]
-        data.mkdir(parents=True, exist_ok=True)
         try:
+            data.mkdir(parents=True, exist_ok=True)
             subprocess.run(args, check=True, capture_output=True, timeout=30)
         except (OSError, subprocess.SubprocessError) as exc:
-            raise EmbeddedValkeyError(f"could not start valkey-server ({exc}); see {logfile}") from exc
+            raise EmbeddedValkeyError(f"could not start valkey-server in {directory}: {exc}; "
+                                      f"see {logfile}") from exc
         url = f"redis://127.0.0.1:{port}/0"
         try:
             wait_ready(url, timeout=30)
