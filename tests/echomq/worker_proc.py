@@ -4,7 +4,7 @@ Handlers record what they do in Valkey, next to the queue:
   ``runs``        every job id each time a handler starts it (redeliveries show)
   ``holding``     same, for tests that wait until a worker holds its jobs
   ``effect:<id>`` SET NX by whichever run did the job's effect first
-  ``effects``     INCR only when that SET NX won: the exactly-once effect count
+  ``effects``     INCR only when that SET NX won (one script): the effect count
 Modes: ``effect`` (do the effect, optionally sleep), ``gate-before`` / ``gate-after``
 (block on ``gate`` before / after the effect until the test pushes a token),
 ``poison`` (SIGKILL our own process: a job that kills every worker).
@@ -38,9 +38,13 @@ def main(argv=None):
     client = redis.Redis.from_url(a.url, socket_timeout=5, socket_connect_timeout=2)
     side = redis.Redis.from_url(a.url, socket_timeout=60)
 
+    # The marker and the counter change together or not at all (a restart
+    # between two separate calls would leave a marker without its count).
+    record = side.register_script(
+        "if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('INCR', KEYS[2]) end")
+
     def effect(job):
-        if side.set(f"effect:{job.id}", os.getpid(), nx=True):
-            side.incr("effects")
+        record(keys=[f"effect:{job.id}", "effects"], args=[os.getpid()])
 
     def handler(job):
         side.rpush("runs", job.id)
