@@ -304,3 +304,29 @@ def test_interop_with_the_seed_claim_script(q, any_server):
 def test_script_shas_are_known_up_front(any_server):
     for script in BUNDLE.values():
         assert any_server.script_load(script.source) == script.sha
+
+
+def test_concurrent_reapers_return_each_job_once(q, any_server):
+    lane = ids.mint("PLR")
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 50 + [b"flat"] * 50)
+    jobs = q.claim_batch(100, lease_ms=60_000)
+    any_server.zadd(q.k_active, {j.id: 0 for j in jobs})  # every lease expired
+    barrier = threading.Barrier(4)
+    totals = []
+
+    def reaper():
+        barrier.wait()
+        n = 0
+        for _ in range(20):
+            n += q.reap(limit=7)
+        totals.append(n)
+
+    threads = [threading.Thread(target=reaper) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(totals) == 100
+    assert q.counts()["pending"] == 100 and q.counts()["active"] == 0
+    assert any_server.zcard(q.k_pending) == 50 and q.lanes.depth(lane) == 50
+    assert q.lanes.ring() == [lane]
