@@ -15,7 +15,6 @@ env = environ.Env(
     DEBUG=(bool, False),
     ALLOWED_HOSTS=(list, ["localhost", "127.0.0.1", "[::1]"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
-    SECURE_SSL_REDIRECT=(bool, False),
 )
 environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
 
@@ -109,7 +108,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = env.path("STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -132,8 +131,12 @@ ECHOMQ = {
 }
 
 # Production hardening; `manage.py check --deploy` passes with DEBUG off.
+# Served under a real host name, plain HTTP is redirected to HTTPS (behind a
+# proxy that sets X-Forwarded-Proto); on the loopback-only default hosts of a
+# laptop (`./dev run`, the browser tests) it is not, as there is no TLS there.
+_LOOPBACK = {"localhost", "127.0.0.1", "[::1]"}
 if not DEBUG:
-    SECURE_SSL_REDIRECT = env("SECURE_SSL_REDIRECT")
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not set(ALLOWED_HOSTS) <= _LOOPBACK)
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)

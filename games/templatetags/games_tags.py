@@ -3,6 +3,7 @@
 from django import template
 
 from ..models import Notification, Wallet
+from ..views.common import amount as _amount
 from ..views.common import emoji_name as _emoji_name
 
 register = template.Library()
@@ -31,5 +32,5 @@ def emoji_name(emoji: str) -> str:
 
 @register.filter
 def amount(n, currency: str) -> str:
-    """``1|amount:"keys"`` -> "1 key"; ``3|amount:"keys"`` -> "3 keys"."""
-    return f"{n} {currency[:-1] if n == 1 and currency.endswith('s') else currency}"
+    """``{{ 1|amount:"keys" }}`` -> "1 key"."""
+    return _amount(n, currency)

@@ -23,6 +23,11 @@ def emoji_name(emoji: str) -> str:
     return " ".join(p for p in parts if p) or "emoji"
 
 
+def amount(n: int, currency: str) -> str:
+    """``amount(1, "keys")`` -> "1 key"; ``amount(3, "keys")`` -> "3 keys"."""
+    return f"{n} {currency[:-1] if n == 1 and currency.endswith('s') else currency}"
+
+
 def player_required(view=None, *, json: bool = False):
     """Log-in required; the view gets ``request.player`` (made on first use,
     so a staff account can play too). A JSON endpoint answers 401 JSON

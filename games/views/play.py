@@ -27,7 +27,7 @@ from ..errors import SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry, Wallet
-from .common import emoji_name, player_required
+from .common import amount, emoji_name, player_required
 
 log = logging.getLogger("games.views")
 
@@ -106,7 +106,6 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
                    "locked": i in my_locks} for i, s in enumerate(slots)],
         "guesses": [guess_row(g, rnd) for g in guesses],
         "best": None if _sealed(rnd) or entry is None else entry.best_total,
-        "attempts": entry.attempts if entry else 0,
         "balance": wallet.balance(rnd.currency) if wallet else 0,
         "token": uuid.uuid4().hex,
         "error": error,
@@ -202,7 +201,7 @@ def guess(request, round_id: str):
         g = submit(request.player, rnd, form.emojis(), idempotency_key=form.cleaned_data["token"] or None)
     except SubmitError as err:
         return _refused(request, rnd, err, form.slots())
-    messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {g.price} {g.currency}.")
+    messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {amount(g.price, g.currency)}.")
     return HttpResponseRedirect(_round_url(rnd, form.slots()))
 
 

@@ -108,7 +108,7 @@ def test_guess_is_charged_once_queued_then_scored(play, player, make_round, djan
     assert first.status_code == again.status_code == 302
     assert Guess.objects.filter(player=player).count() == 1 and charges(player) == 1
     page = play.get(first["Location"]).content.decode()
-    assert "is in, for 1 keys" in page or "is in, for 1 key" in page
+    assert "is in, for 1 key." in page
     assert re.search(r'class="guess status-queued".*?queued', page, re.S)
     assert play.get(f"/rounds/{rnd.pk}/my-guesses.json").json()["guesses"][0]["status"] == "queued"
     drain("cm", score_guess)

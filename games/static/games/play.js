@@ -106,6 +106,11 @@
       cell.textContent = text;
     }
   };
+  var best = document.querySelector("[data-best]");
+  var showBest = function (guesses) {
+    var totals = guesses.map(function (g) { return g.total; }).filter(function (t) { return t !== null; });
+    if (best && totals.length) { best.textContent = Math.max.apply(null, totals); }
+  };
   var pending = function () { return list.querySelector(".status-queued") !== null; };
 
   var timer = null;
@@ -114,7 +119,7 @@
     // while open (to notice another player cracking it); stop when over.
     var closing = !open && initialStatus === "open";
     if (!pending() && !open && !closing) { return; }
-    timer = window.setTimeout(poll, pending() || closing ? 1000 : 5000);
+    timer = window.setTimeout(poll, pending() || closing ? 1000 : 3000);
   };
   var poll = function () {
     timer = null;
@@ -124,6 +129,7 @@
       .then(function (data) {
         if (data.round.status !== initialStatus) { window.location.reload(); return; }
         data.guesses.slice().reverse().forEach(showRow);
+        showBest(data.guesses);
         schedule();
       })
       .catch(function () { timer = window.setTimeout(poll, 5000); });
