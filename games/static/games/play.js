@@ -109,7 +109,7 @@
   var best = document.querySelector("[data-best]");
   var showBest = function (guesses) {
     var totals = guesses.map(function (g) { return g.total; }).filter(function (t) { return t !== null; });
-    if (best && totals.length) { best.textContent = Math.max.apply(null, totals); }
+    if (best && totals.length) { best.textContent = Math.max.apply(null, totals) + "/600"; }
   };
   var pending = function () { return list.querySelector(".status-queued") !== null; };
 
