@@ -1,6 +1,8 @@
 """The bundle on a (one-node) Valkey cluster through redis-py's RedisCluster:
 the cluster refuses any script whose declared keys span slots (CROSSSLOT), so
 this proves every transition's keys share the queue's hash slot."""
+import time
+
 import pytest
 import redis
 from redis.cluster import RedisCluster
@@ -11,20 +13,26 @@ from ..conftest import Server
 
 
 class ClusterServer(Server):
+    def __init__(self):
+        # A cluster node also listens on port + 10000 (the cluster bus), so
+        # pick a port low enough for that to exist.
+        self._port = next(p for p in iter(embedded.free_port, None) if p + 10000 < 65536)
+        super().__init__()
+
     def start(self):
+        self.port = self._port
+        self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = embedded.start_server(self.dir, self.port, appendonly=False,
                                           extra=("--cluster-enabled", "yes",
                                                  "--cluster-config-file", str(self.dir / "nodes.conf")))
         embedded.wait_ready(self.url, proc=self.proc)
         c = redis.Redis(port=self.port)
         c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        for _ in range(200):
-            if b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO"):
-                return
-            import time
-
+        deadline = time.monotonic() + 30
+        while b"cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the one-node cluster did not reach cluster_state:ok")
             time.sleep(0.05)
-        raise RuntimeError("cluster did not come up")
 
 
 @pytest.fixture(scope="module")
