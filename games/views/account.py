@@ -22,13 +22,12 @@ def signup(request):
     """Create an account, credit the starting balance, log in, go play."""
     if request.user.is_authenticated:
         return redirect("lobby")
-    form = SignUpForm(request.POST or None)
-    if request.method == "POST":
-        if form.is_valid():
-            user = form.save()
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, "Welcome! Your starting keys and clips are in your wallet.")
-            return redirect("lobby")
+    form = SignUpForm(request.POST) if request.method == "POST" else SignUpForm()
+    if form.is_bound and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, "Welcome! Your starting keys and clips are in your wallet.")
+        return redirect("lobby")
     status = 400 if form.is_bound else 200
     return render(request, "games/signup.html", {"form": form, "starting": STARTING_BALANCE}, status=status)
 

@@ -122,8 +122,7 @@ def _refused(request, rnd: Round, err: SubmitError, slots: list[str]):
 def _form_refused(request, rnd: Round, form: DraftForm):
     """A malformed post (only a hand-made request gets here): say why, 400."""
     problems = [str(e) for errs in form.errors.values() for e in errs]
-    slots = form.slots() if hasattr(form, "cleaned_data") else None
-    return render_round(request, rnd, slots=slots, error=" ".join(problems), status=400)
+    return render_round(request, rnd, slots=form.slots(), error=" ".join(problems), status=400)
 
 
 @require_GET
