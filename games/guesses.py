@@ -132,11 +132,18 @@ def relay_unsent(*, older_than: timedelta = RELAY_AFTER, limit: int = 1000) -> d
     if not rows:
         return {"relayed": 0, "duplicate": 0}
     q = get_queue(QUEUE)
+    # Most queued guesses are simply waiting in the queue: look their job rows
+    # up first (one pipelined EXISTS round trip) and enqueue only the missing.
+    pipe = q.client.pipeline(transaction=False)
+    for _, jid, _, _ in rows:
+        pipe.exists(q.job_key(jid))
+    missing = [row for row, there in zip(rows, pipe.execute()) if not there]
     # One call per guess rather than enqueue_many: a pipelined batch sent
     # right after a Valkey restart trips echomq's NOSCRIPT reload path.
     answers = [q.enqueue(json.dumps({"guess": gid, "round": rid}).encode(), job_id=jid, lane=pid)
-               for gid, jid, pid, rid in rows]
+               for gid, jid, pid, rid in missing]
     relayed = sum(1 for _, status in answers if status != "duplicate")
+    answers += [(None, "duplicate")] * (len(rows) - len(missing))
     if relayed:
         log.info("relay: re-sent %d queued guess(es) that had no job", relayed)
     return {"relayed": relayed, "duplicate": len(answers) - relayed}

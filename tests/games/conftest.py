@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,22 +19,52 @@ from games.models import EmojiSet, Round
 from games.players import ensure_player
 
 
-def _clear_stale_sqlite_test_db() -> None:
-    """Django deletes an old SQLite test database file but not its ``-wal``
-    and ``-shm`` companions; a new database opened next to a stale ``-shm``
-    fails with "disk I/O error". Remove all three before the session starts."""
+def _private_test_database() -> None:
+    """Give this pytest process its own test database.
+
+    Several sessions run the suite in this checkout at once, and with the
+    fixed test database name each one's setup destroys the others' database
+    mid-run. A per-process name (pid) keeps them apart; worker subprocesses
+    are pointed at whatever name is in effect (see ``procs.database_url``).
+
+    For SQLite, also remove stale ``-wal``/``-shm`` files of that name: Django
+    deletes an old test database file but not its companions, and a new
+    database opened next to a stale ``-shm`` fails with "disk I/O error"."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]  # the same dict the connection reads
+    test = db.setdefault("TEST", {})
+    tag = os.getpid()
+    if db["ENGINE"].endswith("sqlite3"):
+        base = test.get("NAME") or str(Path(settings.VAR_DIR) / "test-codemojex.sqlite3")
+        stem, dot, ext = base.rpartition(".")
+        name = f"{stem}-{tag}.{ext}" if dot else f"{base}-{tag}"
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.remove(name + suffix)
+            except FileNotFoundError:
+                pass
+        test["NAME"] = name
+    else:
+        test["NAME"] = f"{test.get('NAME') or 'test_' + db['NAME']}_{tag}"
+
+
+_private_test_database()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_sqlite_companions():
+    """Django removes the SQLite test database at the end, not its -wal/-shm."""
+    yield
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    if db["ENGINE"].endswith("sqlite3") and db.get("TEST", {}).get("NAME"):
-        for suffix in ("", "-wal", "-shm"):
+    if db["ENGINE"].endswith("sqlite3"):
+        for suffix in ("-wal", "-shm"):
             try:
                 os.remove(db["TEST"]["NAME"] + suffix)
-            except FileNotFoundError:
+            except (FileNotFoundError, KeyError):
                 pass
-
-
-_clear_stale_sqlite_test_db()
 
 
 @pytest.fixture(autouse=True)

@@ -2,6 +2,7 @@
 and waiting on conditions (never a bare sleep)."""
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -10,7 +11,6 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -36,7 +36,7 @@ def env_for(valkey_url: str, node: int) -> dict:
 class Proc:
     """One ``manage.py`` child with its output in a log file."""
 
-    _node = iter(range(100, 1000))
+    _node = itertools.count()
 
     def __init__(self, args: list[str], valkey_url: str, log_dir: Path, name: str):
         self.args, self.valkey_url, self.log_dir, self.name = args, valkey_url, log_dir, name
@@ -48,8 +48,13 @@ class Proc:
         self.starts += 1
         log = open(self.log_dir / f"{self.name}.{self.starts}.log", "wb")
         self.popen = subprocess.Popen([sys.executable, "manage.py", *self.args], cwd=ROOT, stdout=log,
-                                      stderr=subprocess.STDOUT, env=env_for(self.valkey_url, next(self._node)))
+                                      stderr=subprocess.STDOUT, env=env_for(self.valkey_url, 100 + next(self._node) % 900))
         log.close()
+
+    def ready(self, marker: str) -> bool:
+        """Whether the current incarnation has logged ``marker`` (e.g. its consumer started)."""
+        path = self.log_dir / f"{self.name}.{self.starts}.log"
+        return path.exists() and marker in path.read_text(errors="replace")
 
     def kill(self) -> None:
         self.popen.send_signal(signal.SIGKILL)
@@ -82,6 +87,20 @@ def wait_for(predicate, *, timeout: float, every: float = 0.1, what: str = "cond
         time.sleep(every)
 
 
-def fresh_reads() -> None:
-    """Drop this thread's connection so the next query sees other processes' commits at once."""
-    connection.close()
+def wait_for_progress(done, progress, *, stall_s: float, cap_s: float, every: float = 0.25,
+                      what: str = "condition"):
+    """Poll ``done`` until truthy; fail if ``progress()`` has not changed for
+    ``stall_s`` seconds (stuck) or after ``cap_s`` seconds in all. A slow,
+    loaded machine passes; a stuck system fails fast."""
+    start = last_change = time.monotonic()
+    last = progress()
+    while not done():
+        now = time.monotonic()
+        value = progress()
+        if value != last:
+            last, last_change = value, now
+        if now - last_change > stall_s:
+            raise AssertionError(f"no progress for {stall_s}s (at {last}) waiting for {what}")
+        if now - start > cap_s:
+            raise AssertionError(f"timed out after {cap_s}s (at {last}) waiting for {what}")
+        time.sleep(every)
