@@ -1,0 +1,154 @@
+"""The EchoMQ side of a drain or latency run, as its own process.
+
+    python -m bench.echo_worker --url URL --queue Q --n N --mode MODE [...]
+
+MODE
+  consumer   echomq.Consumer(queue, handler, concurrency=, prefetch=) with a
+             no-op handler; stops itself (Consumer.stop) after n jobs.
+  latency    the same Consumer; the payload is the enqueue time (unix s, as
+             text); the handler records now - payload; percentiles reported.
+  raw1       reference loop, no Consumer: claim one, handle, complete; one
+             round trip per claim and one per complete.
+  rawpipe    reference loop, no Consumer: one Batch (pipeline) per cycle
+             that completes the previous batch and claims the next.
+
+Prints READY, PROGRESS and RESULT lines (see bench.tally).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import threading
+import time
+
+import redis
+
+from echomq import Queue
+
+from bench.tally import Tally, emit
+
+
+def load_consumer(spec: str):
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr or "Consumer")
+
+
+def percentiles(values, ps=(50, 90, 99, 99.9)) -> dict:
+    if not values:
+        return {}
+    v = sorted(values)
+    out = {}
+    for p in ps:
+        k = min(len(v) - 1, max(0, int(round(p / 100 * len(v))) - 1))
+        out[f"p{p:g}"] = v[k]
+    out["max"] = v[-1]
+    out["mean"] = sum(v) / len(v)
+    return out
+
+
+def run_consumer(q: Queue, a, tally: Tally, handler) -> dict:
+    Consumer = load_consumer(a.consumer)
+    consumer = Consumer(q, handler, concurrency=a.concurrency, prefetch=a.prefetch,
+                        lease_ms=a.lease_ms, beat_ms=a.beat_ms)
+    tally.on_done = lambda: threading.Thread(target=consumer.stop, daemon=True).start()
+    emit("READY")
+    consumer.run()
+    stats = getattr(consumer, "stats", None)
+    return {"stats": dict(stats) if stats else None}
+
+
+def run_raw1(q: Queue, a, tally: Tally) -> dict:
+    emit("READY")
+    while not tally.done.is_set():
+        job = q.claim(lease_ms=a.lease_ms)
+        if job is None:
+            q.wait_for_work(0.05)
+            continue
+        tally.hit()
+        q.complete(job.id, job.attempts)
+    return {}
+
+
+def run_rawpipe(q: Queue, a, tally: Tally) -> dict:
+    """What a consumer's fetcher does, minus the threads: one round trip per
+    cycle that completes the previous batch and claims the next one, through
+    the Queue's batch API (complete_batch when the Queue has it). Falls back
+    to complete_many + claim_batch (two round trips) on an older Queue."""
+    size = max(1, a.prefetch or 64)
+    emit("READY")
+    held: list[tuple[str, int]] = []
+    one_trip = hasattr(q, "batch") and hasattr(q, "add_claim")
+    while True:
+        done = tally.done.is_set()
+        if done and not held:
+            break
+        if not one_trip:
+            if held:
+                q.complete_many(held)
+            if done:
+                break
+            held = [(j.id, j.attempts) for j in q.claim_batch(size, lease_ms=a.lease_ms)]
+        else:
+            b = q.batch()
+            if held:
+                if hasattr(q, "add_complete_batch"):
+                    q.add_complete_batch(b, held)
+                else:
+                    for job_id, token in held:
+                        q.add_complete(b, job_id, token)
+            if not done:
+                q.add_claim(b, size, lease_ms=a.lease_ms)
+            replies = b.run()
+            for r in replies:
+                if isinstance(r, Exception):
+                    raise r
+            if done:
+                break
+            reply = replies[-1]  # the claim: id, payload, token, lane per job
+            held = [(reply[i].decode(), int(reply[i + 2])) for i in range(0, len(reply), 4)]
+        if not held:
+            q.wait_for_work(0.05)
+        for _ in held:
+            tally.hit()
+    return {"one_round_trip": one_trip}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--queue", default="bench")
+    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--mode", choices=("consumer", "latency", "raw1", "rawpipe"), default="consumer")
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--prefetch", type=int, default=0)
+    ap.add_argument("--lease-ms", type=int, default=30_000)
+    ap.add_argument("--beat-ms", type=int, default=1_000)
+    ap.add_argument("--consumer", default="echomq:Consumer")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    q = Queue(a.queue, redis.Redis.from_url(a.url))
+    tally = Tally(a.n)
+    if a.mode == "consumer":
+        extra = run_consumer(q, a, tally, lambda job: tally.hit())
+    elif a.mode == "latency":
+        lat = []
+
+        def handler(job):
+            lat.append(time.time() - float(job.payload))
+            tally.hit()
+
+        extra = run_consumer(q, a, tally, handler)
+        extra["latency_ms"] = {k: v * 1000 for k, v in percentiles(lat).items()}
+    elif a.mode == "raw1":
+        extra = run_raw1(q, a, tally)
+    else:
+        extra = run_rawpipe(q, a, tally)
+    emit("RESULT", tally.result(**extra))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
