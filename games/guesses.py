@@ -35,8 +35,13 @@ RELAY_AFTER = timedelta(seconds=5)
 MAX_KEY_LENGTH = 64
 
 
+def _payload(guess_id: str, round_id: str) -> bytes:
+    return json.dumps({"guess": guess_id, "round": round_id}).encode()
+
+
 def payload(guess: Guess) -> bytes:
-    return json.dumps({"guess": guess.id, "round": guess.round_id}).encode()
+    """The job's payload: ids only, never the secret."""
+    return _payload(guess.id, guess.round_id)
 
 
 def _existing(player_id: str, key: str | None) -> Guess | None:
@@ -138,10 +143,8 @@ def relay_unsent(*, older_than: timedelta = RELAY_AFTER, limit: int = 1000) -> d
     for _, jid, _, _ in rows:
         pipe.exists(q.job_key(jid))
     missing = [row for row, there in zip(rows, pipe.execute()) if not there]
-    # One call per guess rather than enqueue_many: a pipelined batch sent
-    # right after a Valkey restart trips echomq's NOSCRIPT reload path.
-    answers = [q.enqueue(json.dumps({"guess": gid, "round": rid}).encode(), job_id=jid, lane=pid)
-               for gid, jid, pid, rid in missing]
+    answers = q.enqueue_many([{"payload": _payload(gid, rid), "job_id": jid, "lane": pid}
+                              for gid, jid, pid, rid in missing])
     relayed = sum(1 for _, status in answers if status != "duplicate")
     answers += [(None, "duplicate")] * (len(rows) - len(missing))
     if relayed:

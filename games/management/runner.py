@@ -19,22 +19,8 @@ def describe_db() -> str:
     return f"{db['ENGINE'].rsplit('.', 1)[-1]}:{db.get('NAME')}"
 
 
-def preload_scripts(client) -> None:
-    """Load the EchoMQ script bundle before the first pipelined call.
-
-    A pipeline whose scripts are not cached yet answers NOSCRIPT, and
-    echomq.scripts.execute's reload path fails on redis-py 8 (reported); a
-    fresh or restarted Valkey would otherwise kill the consumer's first
-    cycle. Loading is idempotent."""
-    from echomq.scripts import BUNDLE
-
-    for script in BUNDLE.values():
-        client.script_load(script.source)
-
-
 def run_consumers(consumers) -> bool:
     """Run until SIGTERM/SIGINT; False when a consumer died on its own."""
-    preload_scripts(consumers[0].queue.client)
     if len(consumers) == 1:
         consumers[0].run()  # installs its own SIGTERM/SIGINT handlers
         return True

@@ -9,7 +9,7 @@ from django.db import close_old_connections
 from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
 from games import guesses, notifications, settlement
-from games.management.runner import describe_db, preload_scripts
+from games.management.runner import describe_db
 
 
 class Every:
@@ -54,6 +54,5 @@ class Command(BaseCommand):
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         self.stdout.flush()
-        preload_scripts(queues[0].client)
         Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=tasks).run()
         self.stdout.write("reaper stopped")
