@@ -108,3 +108,13 @@ def _test_settings(request):
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
     yield
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Run the browser tests last. Their live stack (web, score worker,
+    notifier, reaper) is module-scoped and works on the session's test
+    database and Valkey; pytest-django's db ordering could otherwise put other
+    tests between them, where the live reaper's relay and timer sweep would
+    act on those tests' guesses and rounds."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
