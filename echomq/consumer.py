@@ -204,7 +204,7 @@ class Consumer:
             self._settled(out, reply)
         if free > 0 and isinstance(replies[-1], Exception):
             raise replies[-1]
-        jobs = self.queue._jobs(replies[-1]) if free > 0 else []
+        jobs = self.queue.parse_claim(replies[-1]) if free > 0 else []
         with self._cond:
             for out in acks:
                 self._in_hand.pop(out.job.id, None)

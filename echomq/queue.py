@@ -119,7 +119,8 @@ class Queue:
         _int_ms(n, "n", minimum=1)
         return (self.k_pending, self.k_active, self.k_ring, self.k_meta), (self.prefix, lease_ms, n)
 
-    def _jobs(self, reply) -> list[Job]:
+    def parse_claim(self, reply) -> list[Job]:
+        """The jobs in a claim reply (from a Batch with :meth:`add_claim`)."""
         return [
             Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
                 reply[i + 3].decode() or None, self.name)
@@ -128,7 +129,7 @@ class Queue:
 
     def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> list[Job]:
         """Lease up to ``n`` ready jobs (flat first, then lanes in turn)."""
-        return self._jobs(self._run("claim", *self._claim_call(n, lease_ms)))
+        return self.parse_claim(self._run("claim", *self._claim_call(n, lease_ms)))
 
     def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS) -> Job | None:
         jobs = self.claim_batch(1, lease_ms=lease_ms)
