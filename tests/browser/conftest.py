@@ -66,9 +66,11 @@ def _get_ok(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live(django_db_setup, valkey_server, tmp_path_factory):
-    """gunicorn + score worker + notifier + reaper against the test database."""
+    """gunicorn + score worker + notifier + reaper against the test database,
+    per module: they must be gone before other tests run, or these workers
+    would score and settle those tests' rounds."""
     logs = tmp_path_factory.mktemp("live-logs")
     static = tmp_path_factory.mktemp("static")
     env = env_for(valkey_server.url, 0)

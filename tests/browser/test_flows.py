@@ -41,10 +41,12 @@ def slot(page, i):
     return page.locator("[data-slot-view]").nth(i)
 
 
-def log_in(page, url, username, password=PW):
+def log_in(page, url, username, password=PW, shot=None, name="login"):
     page.goto(url + "/login/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
+    if shot:
+        shot(page, name)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("heading", name="Open rounds")).to_be_visible()
 
@@ -137,7 +139,7 @@ def test_playing_with_javascript_off(browser, live, make_player, make_round, sho
     context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
-        log_in(page, live.url, "nojs")
+        log_in(page, live.url, "nojs", shot=shot)
         page.get_by_role("link", name="Plain forms").click()
         tap(page, GUESS)  # each tap is a form post and a new page
         expect(slot(page, 5)).to_have_text(GUESS[5])
@@ -167,7 +169,7 @@ def test_pages_on_a_phone(phone, live, make_player, make_round, shot):
     page = phone.new_page()
     page.goto(live.url + "/signup/")
     shot(page, "phone-signup")
-    log_in(page, live.url, "pip")
+    log_in(page, live.url, "pip", shot=shot, name="phone-login")
     shot(page, "phone-lobby")
     page.get_by_role("link", name="Pocket classic").click()
     tap(page, GUESS)
@@ -193,6 +195,10 @@ def test_pages_on_a_phone(phone, live, make_player, make_round, shot):
     shot(page, "phone-wallet")
     page.goto(live.url + "/notifications/")
     shot(page, "phone-notifications")
+    answer = page.goto(live.url + "/rounds/RND00000000000/")
+    assert answer.status == 404
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    shot(page, "phone-404")
 
 
 def test_admin_sees_the_queue_dashboard_and_requeues_a_dead_job(desktop, live, make_round, shot,
