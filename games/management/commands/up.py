@@ -26,6 +26,18 @@ class Command(BaseCommand):
         parser.add_argument("--scoreworkers", type=int, default=2)
         parser.add_argument("--no-web", action="store_true")
 
+    def _banner(self, host: str, port: int) -> str:
+        """The URL and the logins, last, so they do not scroll away."""
+        from pathlib import Path
+
+        def login(name: str) -> str:
+            path = Path(settings.VAR_DIR) / f"demo-{name}.password"
+            return f"{name} / {path.read_text().strip()}" if path.exists() else f"{name} (password unchanged)"
+
+        url = f"http://{host}:{port}/"
+        return (f"\n  Codemojex is up: {url}\n  game admin: {url}admin/  login {login('admin')}\n"
+                f"  a player:   {url}  login {login('alice')}  (or sign up)\n  Ctrl-C stops everything.\n")
+
     def handle(self, *args, **o):
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("database migrated")
@@ -41,8 +53,9 @@ class Command(BaseCommand):
             specs["web"] = [sys.executable, "-m", "gunicorn", "codemojex_site.wsgi", "--bind",
                             f"{o['host']}:{o['port']}", "--workers", "2", "--access-logfile", "-"]
         children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
-        self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}"
-                          + ("" if o["no_web"] else f"; open http://{o['host']}:{o['port']}/admin/"))
+        self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}")
+        if not o["no_web"]:
+            self.stdout.write(self._banner(o["host"], o["port"]))
         self.stdout.flush()
         stopping = []
         previous = {sig: signal.signal(sig, lambda s, f: stopping.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -67,4 +80,9 @@ class Command(BaseCommand):
                     proc.kill()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if not settings.ECHOMQ.get("URL"):  # we run the install's embedded server: stop it too
+                from echomq import embedded
+
+                embedded.stop(settings.ECHOMQ["EMBEDDED_DIR"])
+                self.stdout.write("embedded valkey stopped (its append-only file keeps the queues)")
         self.stdout.write("all stopped")
