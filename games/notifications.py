@@ -50,8 +50,7 @@ def enqueue_for_round(round_id: str) -> int:
     if not items:
         return 0
     try:
-        q = get_queue(QUEUE)
-        answers = [q.enqueue(i["payload"], job_id=i["job_id"], lane=i["lane"]) for i in items]
+        answers = get_queue(QUEUE).enqueue_many(items)
     except Exception as exc:
         log.warning("notifications for %s not sent (%s: %s)", round_id, type(exc).__name__, exc)
         return 0
@@ -64,7 +63,8 @@ def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:
         refunded = sum(LedgerEntry.objects.filter(player_id=player_id, reason=LedgerEntry.Reason.REFUND,
                                                   reference__in=rnd.guesses.values("id"))
                        .values_list("delta", flat=True))
-        return f"Round {name} was cancelled; {refunded} {rnd.currency} refunded.", {"refunded": refunded}
+        unit = rnd.currency if refunded != 1 else rnd.currency.removesuffix("s")
+        return f"Round {name} was cancelled; {refunded} {unit} refunded.", {"refunded": refunded}
     prize = sum(LedgerEntry.objects.filter(player_id=player_id, reason=LedgerEntry.Reason.PRIZE,
                                            reference=rnd.pk).values_list("delta", flat=True))
     entry = RoundEntry.objects.filter(round=rnd, player_id=player_id).first()
