@@ -121,7 +121,7 @@ def test_notifications_with_an_unread_count(play, player, make_round, django_cap
     lobby = play.get("/").content.decode()
     assert 'aria-label="Notifications, 1 unread"' in lobby and '<span class="badge" data-unread>1</span>' in lobby
     page = play.get("/notifications/").content.decode()
-    assert "Round Sunday was cancelled; 1 keys refunded." in page and 'class="unread"' in page
+    assert "Round Sunday was cancelled; 1 key refunded." in page and 'class="unread"' in page
     assert play.post("/notifications/read/").status_code == 302
     assert Notification.objects.get().read_at is not None
     assert 'aria-label="Notifications, 0 unread"' in play.get("/").content.decode()
