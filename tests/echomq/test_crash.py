@@ -190,7 +190,7 @@ def test_jobs_survive_a_valkey_restart_exactly_once(tmp_path):
         server.stop()
 
 
-def test_an_idle_consumer_uses_almost_no_cpu(r, workers):
+def test_an_idle_consumer_uses_almost_no_cpu(r, workers, capsys):
     proc = workers.start("--mode", "effect", "--beat-ms", "1000")
     wait_for(lambda: "started" in workers.output(proc), what="the consumer to start")
     Queue("crash", r).enqueue(b"x")
@@ -203,5 +203,6 @@ def test_an_idle_consumer_uses_almost_no_cpu(r, workers):
     before = cpu_seconds()
     time.sleep(5)  # the measurement window itself, not a wait for an event
     used = cpu_seconds() - before
-    print(f"idle consumer: {used:.3f}s CPU in 5s")
+    with capsys.disabled():
+        print(f"\nidle consumer: {used:.3f}s CPU in 5s")
     assert used < 0.2

@@ -28,7 +28,7 @@ KILL_EVERY_S = 0.5
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_round, tmp_path):
+def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_round, tmp_path, capsys):
     rng = random.Random(4)
     players = [make_player(f"soak{i:02d}", keys=GUESSES) for i in range(PLAYERS)]
     rounds = [make_round(prize_pool=100), make_round(prize_pool=100), make_round(kind="blind", prize_pool=100),
@@ -112,9 +112,10 @@ def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_ro
 
     stats = {k.decode(): int(v) for k, v in get_client().hgetall(STATS_KEY).items()}
     redeliveries = stats.get("deliveries", 0) - stats.get("scored", 0)
-    print(f"\nsoak: {GUESSES} guesses by {PLAYERS} players on {connection.vendor}; "
-          f"{kills['kills']} worker kills ({kills['skipped']} ticks skipped with under two workers up); wall {wall_s:.1f}s (submits {submit_s:.1f}s); "
-          f"deliveries {stats.get('deliveries', 0)}, redeliveries {redeliveries}; "
-          f"completed {q.counts()['completed']}; worker starts {sum(w.starts for w in workers)}")
+    with capsys.disabled():  # the figures belong in the CI log, not only in a failure report
+        print(f"\nsoak: {GUESSES} guesses by {PLAYERS} players on {connection.vendor}; "
+              f"{kills['kills']} worker kills ({kills['skipped']} ticks skipped with under two workers up); wall {wall_s:.1f}s (submits {submit_s:.1f}s); "
+              f"deliveries {stats.get('deliveries', 0)}, redeliveries {redeliveries}; "
+              f"completed {q.counts()['completed']}; worker starts {sum(w.starts for w in workers)}")
     assert kills["kills"] >= 2
     assert [c for c in codes[-1:]] == [0]
