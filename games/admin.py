@@ -20,6 +20,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from echomq.contrib.django import get_client
+
 from . import leaderboard, rounds, settlement, wallet
 from .forms import GrantForm, RoundCreateForm
 from .models import EmojiSet, Guess, LedgerEntry, Lock, Notification, Player, Round, RoundEntry, Wallet
@@ -187,12 +189,28 @@ class PlayerAdmin(admin.ModelAdmin):
     def diamonds(self, obj):
         return getattr(getattr(obj, "wallet", None), "diamonds", 0)
 
+    def _first_use(self, request, token: str) -> bool:
+        """Claim the form's one-time token (SET NX in Valkey, shared by every
+        web process), so a double-submitted grant is applied once."""
+        try:
+            first = get_client().set(f"cm:admin-grant:{token}", request.user.pk or 0, nx=True, ex=86_400)
+        except Exception as exc:
+            self.message_user(request, f"Nothing granted: Valkey is unreachable ({type(exc).__name__}); "
+                                       "try again.", messages.ERROR)
+            return False
+        if not first:
+            self.message_user(request, "This grant was already applied; nothing was granted again.",
+                              messages.WARNING)
+        return bool(first)
+
     @admin.action(description="Grant currency…")
     def grant_currency(self, request, queryset):
         """Ask for currency, amount and note, then write one ledger row per player."""
         form = GrantForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             c, amount, note = (form.cleaned_data[k] for k in ("currency", "amount", "note"))
+            if not self._first_use(request, form.cleaned_data["token"]):
+                return None
             for player in queryset:
                 try:
                     entry = wallet.grant(player, c, amount, reference=note)

@@ -13,6 +13,8 @@ whose typed errors the views show on the page.
 """
 from __future__ import annotations
 
+import secrets
+
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
@@ -173,6 +175,10 @@ class GrantForm(forms.Form):
     amount = forms.IntegerField(min_value=-1_000_000, max_value=1_000_000,
                                 help_text="Negative to take back; each player gets one ledger row.")
     note = forms.CharField(max_length=64, required=False, help_text="The ledger reference, e.g. a ticket number.")
+    # One token per rendered form: a second post of the same form (a double
+    # click, a browser resubmit) is recognised and writes nothing.
+    token = forms.CharField(widget=forms.HiddenInput, max_length=64,
+                            initial=lambda: secrets.token_hex(16))
 
     def clean_amount(self):
         if self.cleaned_data["amount"] == 0:

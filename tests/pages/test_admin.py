@@ -82,16 +82,21 @@ def test_grant_currency_action_writes_ledger_rows(staff, make_player):
     url = "/admin/games/player/"
     ask = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk, b.pk]})
     assert ask.status_code == 200 and "Grant currency" in ask.content.decode()
+    token = ask.context["form"]["token"].value()
+    assert len(token) == 32 and f'value="{token}"' in ask.content.decode()
     bad = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",
-                           "currency": "keys", "amount": "0"})
+                           "currency": "keys", "amount": "0", "token": token})
     assert bad.status_code == 200 and "non-zero" in bad.content.decode()
-    done = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk, b.pk], "apply": "1",
-                            "currency": "keys", "amount": "7", "note": "ticket 9"})
+    grant = {"action": "grant_currency", "_selected_action": [a.pk, b.pk], "apply": "1",
+             "currency": "keys", "amount": "7", "note": "ticket 9", "token": token}
+    done = staff.post(url, grant)
     assert done.status_code == 302
+    again = staff.post(url, grant, follow=True)  # a double click sends the same form twice
+    assert "already applied" in again.content.decode()
     assert wallet.balances(a)["keys"] == 7 and wallet.balances(b)["keys"] == 8
     assert LedgerEntry.objects.filter(reference="ticket 9", reason="grant").count() == 2
     staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",
-                     "currency": "keys", "amount": "-100"})
+                     "currency": "keys", "amount": "-100", "token": "another-form"})
     assert wallet.balances(a)["keys"] == 7 and wallet.mismatched_wallets() == []
     listing = staff.get(url).content.decode()
     assert '<td class="field-keys">7</td>' in listing
