@@ -9,6 +9,8 @@ JOB id makes the effect exactly-once.
 The core needs only redis-py; ``echomq.contrib.django`` adds the Django bits.
 """
 from .errors import (
+    ArgumentError,
+    Cancelled,
     Drop,
     EchoMQError,
     InvalidName,
@@ -16,6 +18,7 @@ from .errors import (
     KindError,
     Retry,
     StaleToken,
+    Unavailable,
     WrongState,
 )
 from .job import Job
@@ -23,8 +26,8 @@ from .queue import Queue
 
 __all__ = [
     "Queue", "Job", "Consumer", "Reaper",
-    "EchoMQError", "InvalidName", "KindError", "StaleToken", "JobNotFound", "WrongState",
-    "Retry", "Drop",
+    "EchoMQError", "ArgumentError", "InvalidName", "KindError", "StaleToken", "Cancelled",
+    "JobNotFound", "WrongState", "Unavailable", "Retry", "Drop",
 ]
 
 
