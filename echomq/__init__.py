@@ -9,6 +9,7 @@ JOB id makes the effect exactly-once.
 The core needs only redis-py; ``echomq.contrib.django`` adds the Django bits.
 """
 from .errors import (
+    UNAVAILABLE,
     ArgumentError,
     Cancelled,
     Drop,
@@ -27,7 +28,7 @@ from .queue import Queue
 __all__ = [
     "Queue", "Job", "Consumer", "Reaper",
     "EchoMQError", "ArgumentError", "InvalidName", "KindError", "StaleToken", "Cancelled",
-    "JobNotFound", "WrongState", "Unavailable", "Retry", "Drop",
+    "JobNotFound", "WrongState", "Unavailable", "UNAVAILABLE", "Retry", "Drop",
 ]
 
 

@@ -105,6 +105,13 @@ _UNAVAILABLE = (
 )
 
 
+# For code above the core that also calls Valkey through a plain client (a
+# leaderboard, a dashboard scan): ``except UNAVAILABLE`` catches the core's
+# Unavailable and the raw redis-py errors that mean the same, without naming
+# redis-py's classes outside this module.
+UNAVAILABLE = (Unavailable,) + _UNAVAILABLE
+
+
 def from_reply(message: str) -> Exception | None:
     """Map a script error reply to its typed error, or None if it is not ours.
     Redis 7.0 appends ``script: <sha>, on @user_script...`` to errors raised
