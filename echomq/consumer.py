@@ -245,6 +245,7 @@ class Consumer:
         self.prefetch = target if target < self.prefetch else min(target, max(1, self.prefetch * 2))
         self.capacity = self.concurrency + self.prefetch
         self.refill_at = 1 if self.prefetch == 0 else max(1, (self.prefetch + 1) // 2)
+        self.stats["prefetch_peak"] = max(self.stats["prefetch_peak"], self.prefetch)
 
     def _stuck(self) -> bool:
         """Every thread runs a job longer than the wait budget while claimed

@@ -400,12 +400,12 @@ class Queue:
                 self.client.hset(self.k_meta, mapping=fields)
 
     @staticmethod
-    def _record(raw) -> dict:
+    def _record(job_id, raw) -> dict:
         rec = json.loads(raw)
-        rec["lane"] = rec.get("lane") or None
-        rec["consumer"] = rec.get("consumer") or None
-        rec["last_error"] = None
-        return rec
+        return {"id": _text(job_id), "state": "completed", "attempts": rec["attempts"],
+                "lane": rec["lane"] or None, "consumer": rec["consumer"] or None,
+                "enqueued": rec["enqueued"], "claimed": rec["claimed"], "finished": rec["finished"],
+                "duration_ms": rec["finished"] - rec["claimed"], "last_error": None}
 
     @_mapped
     def completed_jobs(self, limit: int = 100) -> list[dict]:
@@ -417,7 +417,7 @@ class Queue:
         if not job_ids:
             return []
         raws = self.client.hmget(self.prefix + "done:rows", job_ids)
-        return [self._record(raw) for raw in raws if raw is not None]
+        return [self._record(jid, raw) for jid, raw in zip(job_ids, raws) if raw is not None]
 
     @_mapped
     def find(self, job_id: str) -> dict | None:
@@ -430,7 +430,7 @@ class Queue:
         row = self.job(job_id)
         if row is None:
             raw = self.client.hget(self.prefix + "done:rows", job_id)
-            return None if raw is None else self._record(raw)
+            return None if raw is None else self._record(job_id, raw)
         claimed = int(row["claimed"]) if row.get("claimed") else None
         finished = row.get("died")
         return {

@@ -28,10 +28,10 @@ local function finish(P, ids, tokens, now)
       if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
       local claimed = tonumber(row[6] or now)
       records[#records + 1] = id
+      -- id (the field), state and duration (finished - claimed) are implied.
       records[#records + 1] = cjson.encode({
-        id = id, state = 'completed', attempts = tonumber(row[2]), lane = row[3] or '',
-        enqueued = tonumber(row[5] or 0), claimed = claimed, finished = now,
-        duration_ms = now - claimed, consumer = row[7] or ''})
+        attempts = tonumber(row[2]), lane = row[3] or '', enqueued = tonumber(row[5] or 0),
+        claimed = claimed, finished = now, consumer = row[7] or ''})
     end
   end
   in_chunks('ZREM', P .. 'active', gone_ids, 1000)

@@ -1,7 +1,8 @@
 --- @include "chunks"
 -- Retention: finished jobs leave a bounded trace inside the queue's slot.
 --   P..'done'        zset: completed job ids, score = finish time (server ms)
---   P..'done:rows'   hash: id -> JSON record (timings, attempts, lane, consumer)
+--   P..'done:rows'   hash: id -> JSON {attempts, lane, consumer, enqueued, claimed,
+--                    finished} (server ms; '' for no lane / consumer)
 -- Dead jobs keep their rows in P..'dead' (score = time of death) as before.
 -- Both are trimmed by count and by age whenever they grow, at most
 -- TRIM_STEP entries per call, so a call stays bounded and memory flat. The
