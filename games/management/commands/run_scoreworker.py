@@ -15,7 +15,8 @@ class Command(BaseCommand):
         parser.add_argument("--queue", default=QUEUE)
         parser.add_argument("--concurrency", type=int, default=1, help="handler threads")
         parser.add_argument("--lease-ms", type=int, default=30_000)
-        parser.add_argument("--prefetch", type=int, default=0)
+        parser.add_argument("--prefetch", type=int, default=None,
+                            help="jobs claimed ahead (default: adaptive, as echomq.Consumer)")
         parser.add_argument("--max-attempts", type=int, default=10,
                             help="deliveries before a failing job is dead-lettered")
         parser.add_argument("--beat-ms", type=int, default=1_000)
