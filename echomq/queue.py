@@ -86,7 +86,7 @@ class Queue:
         if isinstance(payload, str):
             payload = payload.encode()
         if not isinstance(payload, (bytes, bytearray, memoryview)):
-            raise TypeError(f"payload must be bytes or str, not {type(payload).__name__}")
+            raise ArgumentError(f"payload must be bytes or str, not {type(payload).__name__}")
         job_id = ids.mint("JOB") if job_id is None else job_id
         jk = self.job_key(job_id)  # validates shape and the JOB brand
         lane = "" if lane is None else keyspace.check_lane(lane)
