@@ -405,7 +405,8 @@ class Queue:
         return {"id": _text(job_id), "state": "completed", "attempts": rec["attempts"],
                 "lane": rec["lane"] or None, "consumer": rec["consumer"] or None,
                 "enqueued": rec["enqueued"], "claimed": rec["claimed"], "finished": rec["finished"],
-                "duration_ms": rec["finished"] - rec["claimed"], "last_error": None}
+                "duration_ms": rec["finished"] - rec["claimed"], "last_error": None, "cancelling": False,
+                "lease_deadline": None, "run_at": None, "payload": None}
 
     @_mapped
     def completed_jobs(self, limit: int = 100) -> list[dict]:
