@@ -194,3 +194,31 @@ def test_a_stale_worker_cannot_complete_a_reclaimed_job_even_after_cancel(q, r):
     q.cancel(jid)
     with pytest.raises(StaleToken):
         q.complete(jid, old.attempts)
+
+
+# -- one typed error for an outage --------------------------------------------
+def test_every_call_maps_an_outage_to_unavailable():
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry as NoRetry
+
+    from echomq import Unavailable
+
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=NoRetry(NoBackoff(), 0))
+    q = Queue("down", dead)
+    jid, lane = ids.mint("JOB"), ids.mint("PLR")
+    calls = {
+        "enqueue": lambda: q.enqueue(b"x"), "enqueue_many": lambda: q.enqueue_many([b"x"]),
+        "claim": lambda: q.claim(), "complete": lambda: q.complete(jid, 1),
+        "complete_many": lambda: q.complete_many([(jid, 1)]), "retry": lambda: q.retry(jid, 1),
+        "extend_many": lambda: q.extend_many([(jid, 1)], lease_ms=1000), "reap": lambda: q.reap(),
+        "promote": lambda: q.promote(), "cancel": lambda: q.cancel(jid), "remove": lambda: q.remove(jid),
+        "counts": lambda: q.counts(), "job": lambda: q.job(jid), "find": lambda: q.find(jid),
+        "completed_jobs": lambda: q.completed_jobs(), "dead_jobs": lambda: q.dead_jobs(),
+        "per_minute": lambda: q.per_minute(), "set_retention": lambda: q.set_retention(completed=5),
+        "lanes.info": lambda: q.lanes.info(lane), "lanes.pause": lambda: q.lanes.pause(lane),
+        "wait_for_work": lambda: q.wait_for_work(0.1),
+    }
+    for name, call in calls.items():
+        with pytest.raises(Unavailable):
+            call()
