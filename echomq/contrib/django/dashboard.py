@@ -247,5 +247,35 @@ def job_page(queue: Queue, job_id: str) -> dict | None:
         "id": job_id, "state": dict((f[0], f[1]) for f in fields).get("state"),
         "fields": fields, "times": times, "extra": extra,
         "minted": ms_to_dt(ids.minted_at_ms(job_id)),
-        "payload": decode_payload(payload), "lane": lane, "now": ms_to_dt(now),
+        "payload": decode_payload(payload), "raw_payload": payload, "lane": lane, "now": ms_to_dt(now),
     }
+
+
+# -- one lane ----------------------------------------------------------------
+LANE_PAGE = 50
+
+
+def lane_page(queue: Queue, lane: str, page: int = 1, per_page: int = LANE_PAGE) -> dict | None:
+    """The jobs waiting on one lane, oldest first, ``per_page`` at a time;
+    None when the queue has never heard of the lane."""
+    info = queue.lanes.info(lane)
+    known = queue.client.sismember(queue.k_lanes, lane)
+    if not known and not info["depth"]:
+        return None
+    start = (page - 1) * per_page
+    key = keyspace.lane_key(queue.name, lane)
+    job_ids = [m.decode() for m in queue.client.zrange(key, start, start + per_page - 1)]
+    pages = max(1, -(-info["depth"] // per_page))
+    return {"lane": info, "jobs": job_ids, "page": page, "pages": pages, "first": start + 1,
+            "last": start + len(job_ids),
+            "per_page": per_page, "on_ring": lane in queue.lanes.ring()}
+
+
+# -- search ------------------------------------------------------------------
+def find_everywhere(client, job_id: str, names: list[str]) -> list[tuple[str, str]]:
+    """(queue, state) for every queue of ``names`` that has a row for the job
+    (one pipelined round trip)."""
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.hget(keyspace.job_key(name, job_id), "state")
+    return [(name, state.decode()) for name, state in zip(names, pipe.execute()) if state is not None]
