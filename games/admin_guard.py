@@ -106,9 +106,14 @@ class GuardedAdmin(admin.ModelAdmin):
     def sortable_columns(self, request) -> dict[int, str]:
         """Column index -> what it sorts by, for the sortable columns only."""
         out = {}
-        for i, name in enumerate(self.get_list_display(request)):
+        columns = list(self.get_list_display(request))
+        if self.get_actions(request):  # as the ChangeList does: column 0 is the checkbox
+            columns = ["action_checkbox", *columns]
+        for i, name in enumerate(columns):
             order = None
-            if callable(name):
+            if name == "action_checkbox":
+                order = None
+            elif callable(name):
                 order = getattr(name, "admin_order_field", None)
             elif hasattr(self, name):
                 order = getattr(getattr(self, name), "admin_order_field", None)
