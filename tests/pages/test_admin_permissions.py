@@ -142,3 +142,26 @@ def test_groups_hold_exactly_the_listed_permissions():
         held = {f"{p.content_type.app_label}.{p.codename}" for p in Group.objects.get(name=name).permissions.all()}
         assert held == set(perms), name
     assert not any("secret" in p for perms in GROUPS.values() for p in perms)
+
+
+def test_seed_demo_makes_one_operator_per_group(settings, tmp_path, client):
+    import io
+
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path
+    out = io.StringIO()
+    call_command("seed_demo", "--hours", "1", stdout=out)
+    text = out.getvalue()
+    User = get_user_model()
+    for name, group in (("gamemaster", "Game master"), ("support", "Support"), ("queueops", "Queue operator")):
+        user = User.objects.get(username=name)
+        assert user.is_staff and not user.is_superuser
+        assert list(user.groups.values_list("name", flat=True)) == [group]
+        password = (tmp_path / f"demo-{name}.password").read_text().strip()
+        assert f"operator {name} ({group}): log in at /admin/ as {name}, password {password}" in text
+        assert client.login(username=name, password=password)
+    again = io.StringIO()
+    call_command("seed_demo", "--hours", "1", stdout=again)
+    assert "operator support (Support): log in at /admin/ as support, password in" in again.getvalue()
+    assert User.objects.filter(username__in=["gamemaster", "support", "queueops"]).count() == 3
