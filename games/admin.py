@@ -15,6 +15,7 @@ size and ``rounds.create_round`` draws the secret.
 """
 from datetime import timedelta
 
+import echomq
 import redis
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -263,7 +264,7 @@ class RoundAdmin(GuardedAdmin):
         sealed = rnd.kind == Round.Kind.BLIND and not rnd.revealed
         try:
             standings, matches = leaderboard.top(rnd.pk, 100), leaderboard.live(rnd.pk) == leaderboard.from_db(rnd.pk)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        except echomq.UNAVAILABLE as exc:
             self.message_user(request, f"Valkey did not answer ({exc}); showing the database's standings.",
                               messages.ERROR)
             standings, matches = leaderboard.standings_from_db(rnd.pk)[:100], None
