@@ -16,7 +16,6 @@ size and ``rounds.create_round`` draws the secret.
 from datetime import timedelta
 
 import echomq
-import redis
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE

@@ -19,7 +19,6 @@ import functools
 import logging
 
 import echomq
-import redis
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
