@@ -29,6 +29,8 @@ def posts(dead, pending):
         (f"/admin/queues/cm/jobs/{pending}/remove/", yes),
         (f"/admin/queues/cm/jobs/{pending}/remove/", {"option": "refund", **yes}),
         (f"/admin/queues/cm/jobs/{pending}/remove/", {}),
+        (f"/admin/queues/cm/jobs/{pending}/cancel/", yes),
+        (f"/admin/queues/cm/jobs/{pending}/cancel/", {}),
         ("/admin/queues/cm/dead/", {"action": "requeue", "ids": [dead], **yes}),
         ("/admin/queues/cm/dead/", {"action": "remove", "ids": [dead], **yes}),
         ("/admin/queues/cm/dead/", {"action": "remove", "ids": [dead]}),
@@ -50,7 +52,8 @@ def test_every_post_is_refused_to_a_viewer_and_changes_nothing(viewer_client, qu
 def test_confirmation_pages_are_refused_to_a_viewer(viewer_client, queue, emq):
     dead, pending = _jobs(queue)
     before = valkey_snapshot(emq)
-    for url in (f"/admin/queues/cm/jobs/{dead}/requeue/", f"/admin/queues/cm/jobs/{pending}/remove/"):
+    for url in (f"/admin/queues/cm/jobs/{dead}/requeue/", f"/admin/queues/cm/jobs/{pending}/remove/",
+                f"/admin/queues/cm/jobs/{pending}/cancel/"):
         assert viewer_client.get(url).status_code == 403, url
     assert valkey_snapshot(emq) == before
 
@@ -81,4 +84,7 @@ def test_operators_and_the_superuser_can_act(who, client, staff_client, queue, d
     assert queue.job(dead)["state"] == "pending"
     assert staff_client.post(f"/admin/queues/cm/jobs/{pending}/remove/", {"confirm": "yes"}).status_code == 302
     assert queue.job(pending) is None
-    assert LogEntry.objects.count() == 4
+    other, _ = queue.enqueue(b"again")
+    assert staff_client.post(f"/admin/queues/cm/jobs/{other}/cancel/", {"confirm": "yes"}).status_code == 302
+    assert queue.job(other) is None
+    assert LogEntry.objects.count() == 5

@@ -54,7 +54,10 @@ def test_guess_admin_links_its_job_and_the_job_page_links_back(root, queued):
     assert "Guess " + queued.pk + " by amy" in html
 
 
-def test_a_finished_guess_job_page_says_what_the_database_knows(root, queued):
+@pytest.mark.parametrize("retained", [True, False])
+def test_a_finished_guess_job_page_says_what_the_database_knows(root, queued, retained):
+    if not retained:
+        get_queue("cm").set_retention(completed=0)  # the queue keeps no record of completed jobs
     drain("cm", score_guess)
     queued.refresh_from_db()
     assert queued.status == "scored" and get_queue("cm").job(queued.job_id) is None
@@ -63,7 +66,11 @@ def test_a_finished_guess_job_page_says_what_the_database_knows(root, queued):
     facts = dict(resp.context["about"].facts)
     assert facts["status"] == "scored" and facts["total"] == f"{queued.total}/600"
     assert facts["scored at"] != "not yet"
-    assert "holds no row" in resp.content.decode()
+    html = resp.content.decode()
+    if retained:
+        assert "completed" in html and "keeps this record" in html and resp.context["record"]["attempts"] == 1
+    else:
+        assert "holds no row" in html and resp.context["record"] is None
     # A job id nobody knows is still a 404.
     assert root.get("/admin/queues/cm/jobs/JOB0KHTOWnGLuC/").status_code == 404
 
@@ -87,7 +94,7 @@ def test_search_by_job_guess_player_or_name(root, queued, term):
     hits = {(r["queue"], r["job_id"]) for r in resp.context["results"]}
     assert ("cm", queued.job_id) in hits
     row = next(r for r in resp.context["results"] if r["job_id"] == queued.job_id)
-    assert row["state"] == "finished (no row)" and queued.pk in row["label"]
+    assert row["state"] == "completed" and queued.pk in row["label"]
     if term == "round":
         assert ("cm.settle", settlement.settle_job_id(queued.round_id)) in hits
 
@@ -168,3 +175,39 @@ def test_refund_needs_its_own_permission(client, queued, valkey):
     user.groups.add(Group.objects.get(name="Queue operator"))
     assert client.post(url, {"confirm": "yes", "option": "refund"}).status_code == 302
     assert Guess.objects.get(pk=queued.pk).status == "refunded"
+
+
+def test_cancel_a_waiting_guess_job_asks_first_says_it_comes_back_and_is_logged(root, queued):
+    url = f"/admin/queues/cm/jobs/{queued.job_id}/cancel/"
+    ask = root.get(url).content.decode()
+    assert "cancelled at once" in ask and "relay sends its job again" in ask
+    assert get_queue("cm").job(queued.job_id)["state"] == "pending"
+    resp = root.post(url, {"confirm": "yes"}, follow=True)
+    assert "Cancelled the job" in resp.content.decode()
+    assert get_queue("cm").job(queued.job_id) is None
+    assert LogEntry.objects.filter(object_id=f"cm/{queued.job_id}", change_message__startswith="Cancelled").exists()
+    assert root.post(url, {"confirm": "yes"}).status_code == 404
+
+
+def test_cancel_a_running_job_marks_it(root, queued):
+    q = get_queue("cm")
+    job = q.claim(lease_ms=60_000)
+    assert job.id == queued.job_id
+    resp = root.post(f"/admin/queues/cm/jobs/{job.id}/cancel/", {"confirm": "yes"})
+    assert resp.status_code == 302 and resp["Location"] == f"/admin/queues/cm/jobs/{job.id}/"
+    assert q.find(job.id)["cancelling"] is True
+
+
+def test_cancel_refuses_a_dead_job(root, queued):
+    q = get_queue("cm")
+    job = q.claim(lease_ms=60_000)
+    assert q.retry(job.id, job.attempts, max_attempts=1, error="x") == "dead"
+    assert root.get(f"/admin/queues/cm/jobs/{job.id}/cancel/").status_code == 409
+    assert q.job(job.id)["state"] == "dead"
+
+
+def test_queue_page_lists_recently_completed_jobs(root, queued):
+    drain("cm", score_guess)
+    resp = root.get("/admin/queues/cm/")
+    assert [j["id"] for j in resp.context["completed"]] == [queued.job_id]
+    assert "Recently completed" in resp.content.decode()

@@ -212,6 +212,7 @@ def queue_page(queue: Queue, *, limit: int = 50, lanes: int = 10, minutes: int =
         "scheduled": with_times(queue.scheduled_jobs(limit), "run_at", now),
         "dead": with_times(queue.dead_jobs(limit), "died", now),
         "pending": queue.pending_ids(limit),
+        "completed": recent_completed(queue, min(limit, 50)),
         "limit": limit,
     }
 
@@ -271,11 +272,16 @@ def lane_page(queue: Queue, lane: str, page: int = 1, per_page: int = LANE_PAGE)
             "per_page": per_page, "on_ring": lane in queue.lanes.ring()}
 
 
-# -- search ------------------------------------------------------------------
-def find_everywhere(client, job_id: str, names: list[str]) -> list[tuple[str, str]]:
-    """(queue, state) for every queue of ``names`` that has a row for the job
-    (one pipelined round trip)."""
-    pipe = client.pipeline(transaction=False)
-    for name in names:
-        pipe.hget(keyspace.job_key(name, job_id), "state")
-    return [(name, state.decode()) for name, state in zip(names, pipe.execute()) if state is not None]
+# -- finished jobs -----------------------------------------------------------
+def completed_record(record: dict, now_ms: int) -> dict:
+    """A completed job's retained record, with times as datetimes and words."""
+    out = dict(record)
+    for name in ("enqueued", "claimed", "finished"):
+        out[name + "_at"] = ms_to_dt(record.get(name))
+        out[name + "_rel"] = relative(record.get(name), now_ms)
+    return out
+
+
+def recent_completed(queue: Queue, limit: int) -> list[dict]:
+    now = queue.server_time_ms()
+    return [completed_record(r, now) for r in queue.completed_jobs(limit)]

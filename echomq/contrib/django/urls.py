@@ -22,4 +22,5 @@ urlpatterns = [
     path("<str:queue>/jobs/<str:job_id>/", views.job_detail, name="job"),
     path("<str:queue>/jobs/<str:job_id>/requeue/", views.requeue, name="requeue"),
     path("<str:queue>/jobs/<str:job_id>/remove/", views.remove, name="remove"),
+    path("<str:queue>/jobs/<str:job_id>/cancel/", views.cancel, name="cancel"),
 ]

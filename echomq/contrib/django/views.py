@@ -207,8 +207,10 @@ def _search(request, client, names: list[str], term: str):
                                            f"knows, at most {MAX_SEARCH} characters.")
     found: dict[tuple[str, str], dict] = {}
     if ids.is_valid(term) and term.startswith("JOB"):
-        for name, state in dashboard.find_everywhere(client, term, names):
-            found[(name, term)] = {"queue": name, "job_id": term, "state": state, "label": ""}
+        for name in names:
+            record = Queue(name, client).find(term)
+            if record is not None:
+                found[(name, term)] = {"queue": name, "job_id": term, "state": record["state"], "label": ""}
     for name, resolver in resolvers.registered().items():
         try:
             hits = resolver.search(term, request.user)
@@ -219,13 +221,10 @@ def _search(request, client, names: list[str], term: str):
             row = found.setdefault((hit.queue, hit.job_id), {"queue": hit.queue, "job_id": hit.job_id,
                                                              "state": None, "label": ""})
             row["label"] = hit.label
-    if found:
-        pipe = client.pipeline(transaction=False)
-        unknown = [row for row in found.values() if row["state"] is None]
-        for row in unknown:
-            pipe.hget(keyspace.job_key(row["queue"], row["job_id"]), "state")
-        for row, state in zip(unknown, pipe.execute() if unknown else []):
-            row["state"] = state.decode() if state else "finished (no row)"
+    for row in found.values():
+        if row["state"] is None:
+            record = Queue(row["queue"], client).find(row["job_id"])
+            row["state"] = record["state"] if record else "finished (no row)"
     return _render(request, "echomq/admin/search.html", _context(
         request, f"Search: {term}", term=term, results=list(found.values())))
 
@@ -260,13 +259,15 @@ def job_detail(request, queue, job_id):
     jid = _job_id(job_id, q.name)
     data = dashboard.job_page(q, jid)
     if data is None:
+        record = q.find(jid)  # a completed job's record, while the queue retains it
         about = _about(q.name, jid, None, request.user)
-        if about is None:
+        if about is None and record is None:
             raise PageError(404, "No such job",
-                            f"Queue {q.name!r} has no job {jid}: it completed, was removed, or "
-                            "never existed (completed jobs leave no row).", q.name)
+                            f"Queue {q.name!r} has no job {jid}: it was removed or cancelled, completed "
+                            "longer ago than the queue keeps records, or never existed.", q.name)
         return _render(request, "echomq/admin/job_gone.html", _context(
             request, f"Job {jid}", queue_name=q.name, job_id=jid, about=about,
+            record=dashboard.completed_record(record, q.server_time_ms()) if record else None,
             minted=dashboard.ms_to_dt(ids.minted_at_ms(jid))))
     about = _about(q.name, jid, data["raw_payload"], request.user)
     return _render(request, "echomq/admin/job.html", _context(
@@ -377,6 +378,40 @@ def remove(request, queue, job_id):
     if nxt.rstrip("/").endswith(jid):
         return HttpResponseRedirect(queue_url(q.name))
     return _back(request, queue_url(q.name))
+
+
+@staff_page(["GET", "HEAD", "POST"], operate=True)
+def cancel(request, queue, job_id):
+    """Stop a job: a waiting one is deleted at once; a running one is marked
+    and its worker hears of it at its next heartbeat, its late result refused."""
+    q = _queue(queue)
+    jid = _job_id(job_id, q.name)
+    row = _job_for_action(q, jid, "cancel")
+    if row.get("state") == "dead":
+        raise PageError(409, "A dead job", f"Job {jid} is dead: remove or requeue it instead.", q.name)
+    about = _about(q.name, jid, row.get("payload"), request.user)
+    if not _confirmed(request):
+        return _confirm_page(request, q, "cancel", [{"id": jid, "state": row.get("state"), "about": about,
+                                                      "error": row.get("last_error")}])
+    try:
+        outcome = q.cancel(jid)
+    except JobNotFound:
+        raise PageError(404, "No such job", f"Queue {q.name!r} has no job {jid} to cancel.", q.name) from None
+    except WrongState:
+        raise PageError(409, "A dead job", f"Job {jid} died meanwhile: remove or requeue it instead.",
+                        q.name) from None
+    if outcome == "cancelling":
+        what = ("Cancelling the running job: its worker hears of it at its next heartbeat and its result "
+                "will be refused.")
+    else:
+        what = "Cancelled the job: it was waiting and is gone."
+    if about and about.on_remove:
+        what += " " + about.on_remove
+    audit.record(request.user, q.name, jid, what)
+    messages.success(request, f"Job {jid}: {what}")
+    if outcome == "cancelling":
+        return HttpResponseRedirect(job_url(q.name, jid))
+    return HttpResponseRedirect(queue_url(q.name))
 
 
 @staff_page(["POST"])
