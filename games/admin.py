@@ -34,6 +34,7 @@ from .admin_guard import HIDDEN, GuardedAdmin, is_revealed, sealed_value
 from .models import (EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round, RoundEntry,
                      Wallet)
 from .permissions import GRANT, REBUILD, SETTLE
+from .views.common import amount
 
 admin.site.site_header = "Codemojex admin"
 admin.site.site_title = "Codemojex admin"
@@ -86,7 +87,7 @@ def void_preview(rnd: Round) -> str:
                .values("currency").annotate(n=Count("id"), amount=Sum("price"),
                                             players=Count("player", distinct=True)))
     queued = rnd.guesses.filter(status=Guess.Status.QUEUED).count()
-    refunds = "; ".join(f"{c['n']} guess charge{'s' * (c['n'] != 1)} refunded, {c['amount']} {c['currency']} "
+    refunds = "; ".join(f"{c['n']} guess charge{'s' * (c['n'] != 1)} refunded, {amount(c['amount'], c['currency'])} "
                         f"back to {c['players']} player{'s' * (c['players'] != 1)}" for c in charged)
     return (f"{refunds or 'No guess was charged, so nothing is refunded'}. "
             f"{queued} queued guess{'es' * (queued != 1)} will never be scored. The round closes as voided, "
@@ -193,18 +194,19 @@ class RoundAdmin(GuardedAdmin):
             return "hidden until settled"
         return " ".join(obj.secret) + (f"  nonce {obj.nonce}" if obj.nonce else "")
 
-    def _confirm(self, request, queryset, action: str, verb: str, preview):
+    def _confirm(self, request, queryset, action: str, verb: str, preview, now: str = ""):
         """The page that says what ``action`` will do to each round."""
+        rows = [(rnd, preview(rnd)) for rnd in queryset]
+        these = "this round" if len(rows) == 1 else f"these {len(rows)} rounds"
         return TemplateResponse(request, "admin/games/round/confirm.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta,
-            "title": f"{verb} {queryset.count()} round{'s' * (queryset.count() != 1)}?",
-            "rows": [(rnd, preview(rnd)) for rnd in queryset], "action": action, "verb": verb,
-            "action_checkbox_name": ACTION_CHECKBOX_NAME})
+            "title": f"{verb} {len(rows)} round{'s' * (len(rows) != 1)}{now}?", "rows": rows, "action": action,
+            "verb": verb, "yes": f"Yes, {verb.lower()} {these}{now}", "action_checkbox_name": ACTION_CHECKBOX_NAME})
 
     @admin.action(description="Settle now (through the settle queue)…", permissions=["settle"])
     def settle_now(self, request, queryset):
         if request.POST.get("confirm") != "yes":
-            return self._confirm(request, queryset, "settle_now", "Settle now", settle_preview)
+            return self._confirm(request, queryset, "settle_now", "Settle", settle_preview, now=" now")
         for rnd in queryset:
             if rnd.status not in settlement.CLOSEABLE:
                 self.message_user(request, f"{rnd.pk}: already {rnd.status}; nothing to settle.", messages.WARNING)

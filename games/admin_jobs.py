@@ -81,7 +81,7 @@ class GuessJobs(Resolver):
         if guess.status == Guess.Status.QUEUED:
             charged = f"charged {guess.price} {guess.currency} and " if guess.price else ""
             about.on_remove = (f"This guess is {charged}still queued: the reaper's relay sends its job again "
-                               "within seconds, so removing the job alone does not stop it -- it will come back "
+                               "within seconds, so removing the job alone does not stop it: it will come back "
                                "and be scored. To cancel the guess, remove and refund it.")
             about.remove_options = [RemoveOption(
                 "refund", "Remove and refund this guess",

@@ -22,7 +22,11 @@ def record(user, queue: str, job_id: str | None, message: str) -> LogEntry:
 
 def record_many(user, queue: str, job_ids, message: str) -> list[LogEntry]:
     """One entry per job (or one for the queue when ``job_ids`` is [None])."""
-    ct = ContentType.objects.get_for_model(Dashboard, for_concrete_model=False)
+    # Looked up, not taken from ContentType's process cache: a cached id goes
+    # stale when content types are re-created (a flush, a restore), and the
+    # audit row must not be lost to that.
+    opts = Dashboard._meta
+    ct, _ = ContentType.objects.get_or_create(app_label=opts.app_label, model=opts.model_name)
     rows = [LogEntry(user_id=user.pk, content_type=ct, object_id=object_id(queue, jid),
                      object_repr=f"queue {object_id(queue, jid)}"[:REPR_LENGTH], action_flag=CHANGE,
                      change_message=message)
