@@ -1,34 +1,64 @@
 """Admin registrations: the game-admin console.
 
+Every write checks a named permission (``games.permissions``), never just
+``is_staff``, and leaves a ``LogEntry`` saying who did what and why; the
+"Recent operator actions" list shows them newest first. Void and Settle now
+ask first, on a page that says what will happen.
+
 Money is read-only here: balances change only through the ledger service
 (the "grant currency" action on players, or ``manage.py grant``), and
-ledger rows are never edited. A round's secret and nonce are never shown
-while it is open; a round is created from an emoji set and a keyboard size
-and ``rounds.create_round`` draws the keyboard and secret; rounds close
-through the "settle now" / "void" actions, which go through settlement.
-Each round's leaderboard page reads Valkey and can rebuild it from the
-database."""
+ledger rows are never edited. Nothing that would let anyone read or infer an
+open round's secret -- secret, nonce, a guess's emojis or breakdown, a blind
+round's totals -- is shown, filtered, searched or sorted by (see
+``games.admin_guard``); a round is created from an emoji set and a keyboard
+size and ``rounds.create_round`` draws the secret.
+"""
 from datetime import timedelta
 
 import echomq
-import redis
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.models import CHANGE
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html
 
 from echomq.contrib.django import get_client
 
-from . import leaderboard, rounds, settlement, wallet
-from .forms import GrantForm, RoundCreateForm
-from .models import EmojiSet, Guess, LedgerEntry, Lock, Notification, Player, Round, RoundEntry, Wallet
+from . import guesses, leaderboard, rounds, settlement, wallet
+from .admin_forms import GrantForm, RoundCreateForm
+from .admin_guard import HIDDEN, GuardedAdmin, is_revealed, sealed_value
+from .models import (EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round, RoundEntry,
+                     Wallet)
+from .permissions import GRANT, REBUILD, SETTLE
+from .views.common import amount
+
+admin.site.site_header = "Codemojex admin"
+admin.site.site_title = "Codemojex admin"
+admin.site.index_title = "Codemojex console"
 
 
-class ReadOnly(admin.ModelAdmin):
+def reached_after(ms: int) -> str:
+    """``6 min 33 s`` (or ``1 h 2 min 5 s``, ``12 s``, ``under 1 s``)."""
+    secs = ms // 1000
+    if secs < 1:
+        return "under 1 s"
+    h, rest = divmod(secs, 3600)
+    m, s = divmod(rest, 60)
+    parts = [f"{h} h" if h else "", f"{m} min" if m else "", f"{s} s" if s else ""]
+    return " ".join(p for p in parts if p)
+
+
+def job_link(job_id: str, queue: str = guesses.QUEUE):
+    """The job id, linked to its queue-dashboard page (which checks its own
+    permission)."""
+    return format_html('<a href="{}">{}</a>', reverse("echomq:job", args=[queue, job_id]), job_id)
+
+
+class ReadOnly(GuardedAdmin):
     def has_add_permission(self, request):
         return False
 
@@ -40,7 +70,7 @@ class ReadOnly(admin.ModelAdmin):
 
 
 @admin.register(EmojiSet)
-class EmojiSetAdmin(admin.ModelAdmin):
+class EmojiSetAdmin(GuardedAdmin):
     list_display = ("slug", "title", "size")
 
     @admin.display(description="emojis")
@@ -48,8 +78,50 @@ class EmojiSetAdmin(admin.ModelAdmin):
         return len(obj.emojis)
 
 
+# -- rounds ------------------------------------------------------------------
+def void_preview(rnd: Round) -> str:
+    """What voiding the round does, in one paragraph."""
+    if rnd.status not in settlement.CLOSEABLE:
+        return f"Already {rnd.status}: nothing happens."
+    charged = (rnd.guesses.filter(price__gt=0).exclude(status=Guess.Status.REFUNDED)
+               .values("currency").annotate(n=Count("id"), amount=Sum("price"),
+                                            players=Count("player", distinct=True)))
+    queued = rnd.guesses.filter(status=Guess.Status.QUEUED).count()
+    refunds = "; ".join(f"{c['n']} guess charge{'s' * (c['n'] != 1)} refunded, {amount(c['amount'], c['currency'])} "
+                        f"back to {c['players']} player{'s' * (c['players'] != 1)}" for c in charged)
+    return (f"{refunds or 'No guess was charged, so nothing is refunded'}. "
+            f"{queued} queued guess{'es' * (queued != 1)} will never be scored. The round closes as voided, "
+            "nobody is paid, its players are notified, and the secret is never revealed.")
+
+
+def settle_preview(rnd: Round) -> str:
+    """What settling the round now does. A blind round's totals stay sealed,
+    so its preview gives the rule and the count of players, not the ranks."""
+    if rnd.status not in settlement.CLOSEABLE:
+        return f"Already {rnd.status}: nothing happens."
+    counts = rnd.guesses.aggregate(players=Count("player", distinct=True),
+                                   queued=Count("id", filter=Q(status=Guess.Status.QUEUED)))
+    head = (f"The round closes now: no more guesses; {counts['queued']} queued guess"
+            f"{'es are' if counts['queued'] != 1 else ' is'} scored first. ")
+    if rnd.kind == Round.Kind.BLIND:
+        k = min(len(rnd.weights), counts["players"])
+        return head + (f"Then the secret is revealed and checked against the commitment, and the {rnd.prize_pool} "
+                       f"diamond pool goes to the top {k} of {counts['players']} player"
+                       f"{'s' * (counts['players'] != 1)} by best total (weights {rnd.weights}); "
+                       "totals stay sealed here until then.")
+    standings = leaderboard.standings_from_db(rnd.pk)
+    best = standings[0].total if standings else 0
+    if not best or not rnd.prize_pool:
+        return head + f"As it stands nobody is paid: the house keeps the {rnd.prize_pool} diamond pool."
+    winners = sum(1 for s in standings if s.total == best)
+    share = rnd.prize_pool // winners
+    return head + (f"As it stands {winners} player{'s share' if winners != 1 else ' takes'} the {rnd.prize_pool} "
+                   f"diamond pool with {best}/600: {share} each"
+                   f"{f', the house keeps {rnd.prize_pool - share * winners}' if rnd.prize_pool - share * winners else ''}.")
+
+
 @admin.register(Round)
-class RoundAdmin(admin.ModelAdmin):
+class RoundAdmin(GuardedAdmin):
     list_display = ("id", "title", "status", "kind", "players", "guess_count", "currency", "guess_price",
                     "prize_pool", "ends_at", "board")
     list_filter = ("status", "kind", "currency")
@@ -60,6 +132,15 @@ class RoundAdmin(admin.ModelAdmin):
     add_fields = ("title", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool",
                   "minutes", "weights")
     actions = ("settle_now", "void", "rebuild_leaderboards")
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # void instead: it refunds
+
+    def has_settle_permission(self, request):
+        return request.user.has_perm(SETTLE)
+
+    def has_rebuild_permission(self, request):
+        return request.user.has_perm(REBUILD)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
@@ -103,9 +184,6 @@ class RoundAdmin(admin.ModelAdmin):
             setattr(obj, field.attname, getattr(made, field.attname))
         obj._state.adding = False
 
-    def has_delete_permission(self, request, obj=None):
-        return False  # void instead: it refunds
-
     @admin.display(description="keyboard")
     def keyboard_text(self, obj):
         return " ".join(obj.keyboard)
@@ -116,23 +194,52 @@ class RoundAdmin(admin.ModelAdmin):
             return "hidden until settled"
         return " ".join(obj.secret) + (f"  nonce {obj.nonce}" if obj.nonce else "")
 
-    @admin.action(description="Settle now (through the settle queue)")
-    def settle_now(self, request, queryset):
-        for rnd in queryset:
-            status = settlement.request_settlement(rnd.pk, "admin")
-            self.message_user(request, f"{rnd.pk}: settlement {status or 'request failed; try again'}",
-                              messages.INFO if status else messages.ERROR)
+    def _confirm(self, request, queryset, action: str, verb: str, preview, now: str = ""):
+        """The page that says what ``action`` will do to each round."""
+        rows = [(rnd, preview(rnd)) for rnd in queryset]
+        these = "this round" if len(rows) == 1 else f"these {len(rows)} rounds"
+        return TemplateResponse(request, "admin/games/round/confirm.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta,
+            "title": f"{verb} {len(rows)} round{'s' * (len(rows) != 1)}{now}?", "rows": rows, "action": action,
+            "verb": verb, "yes": f"Yes, {verb.lower()} {these}{now}", "action_checkbox_name": ACTION_CHECKBOX_NAME})
 
-    @admin.action(description="Void and refund every guess")
+    @admin.action(description="Settle now (through the settle queue)…", permissions=["settle"])
+    def settle_now(self, request, queryset):
+        if request.POST.get("confirm") != "yes":
+            return self._confirm(request, queryset, "settle_now", "Settle", settle_preview, now=" now")
+        for rnd in queryset:
+            if rnd.status not in settlement.CLOSEABLE:
+                self.message_user(request, f"{rnd.pk}: already {rnd.status}; nothing to settle.", messages.WARNING)
+                continue
+            status = settlement.request_settlement(rnd.pk, "admin")
+            if status is None:
+                self.message_user(request, f"{rnd.pk}: settlement request failed (Valkey did not answer); "
+                                           "nothing changed, try again.", messages.ERROR)
+                continue
+            self.log_change(request, rnd, f"Settle now: asked the settle queue to close the round "
+                                          f"(job {settlement.settle_job_id(rnd.pk)}, {status}).")
+            self.message_user(request, f"{rnd.pk}: settlement {status}.")
+
+    @admin.action(description="Void and refund every guess…", permissions=["settle"])
     def void(self, request, queryset):
+        if request.POST.get("confirm") != "yes":
+            return self._confirm(request, queryset, "void", "Void", void_preview)
         for rnd in queryset:
             out = settlement.void_round(rnd.pk)
-            self.message_user(request, f"{rnd.pk}: {out.action}")
+            if out.action != "voided":
+                self.message_user(request, f"{rnd.pk}: {out.action}; nothing changed.", messages.WARNING)
+                continue
+            refunded = Round.objects.get(pk=rnd.pk).result.get("refunded_guesses", 0)
+            self.log_change(request, rnd, f"Voided: {refunded} guess charge{'s' * (refunded != 1)} refunded "
+                                          "through the ledger.")
+            self.message_user(request, f"{rnd.pk}: voided, {refunded} guess charge{'s' * (refunded != 1)} refunded.")
 
-    @admin.action(description="Rebuild leaderboards from the database")
+    @admin.action(description="Rebuild leaderboards from the database", permissions=["rebuild"])
     def rebuild_leaderboards(self, request, queryset):
         for rnd in queryset:
-            self.message_user(request, f"{rnd.pk}: leaderboard rebuilt, {leaderboard.rebuild(rnd.pk)} players")
+            n = leaderboard.rebuild(rnd.pk)
+            self.log_change(request, rnd, f"Rebuilt the leaderboard from the database: {n} players.")
+            self.message_user(request, f"{rnd.pk}: leaderboard rebuilt, {n} players")
 
     # The per-round leaderboard, live from Valkey.
     def get_urls(self):
@@ -140,19 +247,22 @@ class RoundAdmin(admin.ModelAdmin):
         return [path("<path:object_id>/leaderboard/", view, name="games_round_leaderboard")] + super().get_urls()
 
     def leaderboard_view(self, request, object_id):
-        """Staff see every round's board (blind ones too) and whether it
-        still matches the database; POST rebuilds it from the database."""
+        """Staff see every round's board and whether it still matches the
+        database; a blind round's totals and ranks stay sealed until the
+        reveal. POST rebuilds it from the database."""
         rnd = self.get_object(request, object_id)
         if rnd is None:
             raise Http404("no such round")
         if not self.has_view_permission(request, rnd):
             raise PermissionDenied
         if request.method == "POST":
-            if not self.has_change_permission(request, rnd):
+            if not self.has_rebuild_permission(request):
                 raise PermissionDenied
             n = leaderboard.rebuild(rnd.pk)
+            self.log_change(request, rnd, f"Rebuilt the leaderboard from the database: {n} players.")
             self.message_user(request, f"Leaderboard rebuilt from the database: {n} players.")
             return HttpResponseRedirect(request.path)
+        sealed = rnd.kind == Round.Kind.BLIND and not rnd.revealed
         try:
             standings, matches = leaderboard.top(rnd.pk, 100), leaderboard.live(rnd.pk) == leaderboard.from_db(rnd.pk)
         except echomq.UNAVAILABLE as exc:
@@ -160,23 +270,27 @@ class RoundAdmin(admin.ModelAdmin):
                               messages.ERROR)
             standings, matches = leaderboard.standings_from_db(rnd.pk)[:100], None
         names = dict(Player.objects.filter(pk__in=[s.player_id for s in standings]).values_list("pk", "user__username"))
-        rows = [(s, names.get(s.player_id, "?")) for s in standings]
+        rows = [(s, names.get(s.player_id, "?"), reached_after(s.offset_ms)) for s in standings]
+        if sealed:  # no order, no totals: alphabetical names only
+            rows = sorted(((None, names.get(s.player_id, "?"), None, s.player_id) for s in standings),
+                          key=lambda r: r[1])
         return TemplateResponse(request, "admin/games/round/leaderboard.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "original": rnd,
-            "title": f"Leaderboard of {rnd}", "rnd": rnd, "rows": rows, "matches": matches,
-            "can_rebuild": self.has_change_permission(request, rnd)})
+            "title": f"Leaderboard of {rnd}", "rnd": rnd, "rows": rows, "matches": matches, "sealed": sealed,
+            "can_rebuild": self.has_rebuild_permission(request)})
 
 
+# -- players and money -----------------------------------------------------------
 @admin.register(Player)
-class PlayerAdmin(admin.ModelAdmin):
+class PlayerAdmin(ReadOnly):
     list_display = ("id", "user", "keys", "clips", "diamonds", "created_at")
     list_select_related = ("user", "wallet")
     search_fields = ("id", "user__username")
-    readonly_fields = ("id", "user", "created_at")
+    fields = readonly_fields = ("id", "user", "created_at")
     actions = ("grant_currency",)
 
-    def has_add_permission(self, request):
-        return False  # players sign up (or seed_demo makes them)
+    def has_grant_permission(self, request):
+        return request.user.has_perm(GRANT)
 
     @admin.display(description="keys", ordering="wallet__keys")
     def keys(self, obj):
@@ -204,20 +318,23 @@ class PlayerAdmin(admin.ModelAdmin):
                               messages.WARNING)
         return bool(first)
 
-    @admin.action(description="Grant currency…")
+    @admin.action(description="Grant currency…", permissions=["grant"])
     def grant_currency(self, request, queryset):
-        """Ask for currency, amount and note, then write one ledger row per player."""
+        """Ask for currency, amount and reason, then write one ledger row per
+        player, and one admin-log entry per player saying who, what and why."""
         form = GrantForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
-            c, amount, note = (form.cleaned_data[k] for k in ("currency", "amount", "note"))
+            c, amount, reason = (form.cleaned_data[k] for k in ("currency", "amount", "reason"))
             if not self._first_use(request, form.cleaned_data["token"]):
                 return None
             for player in queryset:
                 try:
-                    entry = wallet.grant(player, c, amount, reference=note)
+                    entry = wallet.grant(player, c, amount, reference=reason)
                 except wallet.WalletError as err:
                     self.message_user(request, f"{player}: {err.message}", messages.ERROR)
                 else:
+                    self.log_change(request, player, f"Granted {entry.delta:+d} {c} (ledger {entry.pk}, balance "
+                                                     f"{entry.balance_after}); reason: {reason}")
                     self.message_user(request, f"{player}: {entry.delta:+d} {c} -> {entry.balance_after}")
             return None
         return TemplateResponse(request, "admin/games/player/grant.html", {
@@ -238,24 +355,99 @@ class LedgerEntryAdmin(ReadOnly):
     search_fields = ("id", "player__id", "reference")
 
 
+# -- guesses: sealed until their round is revealed ----------------------------------
 @admin.register(Guess)
 class GuessAdmin(ReadOnly):
-    list_display = ("id", "player", "round", "status", "total", "price", "currency", "created_at", "scored_at")
+    list_display = ("id", "player", "round", "status", "shown_total", "price", "currency", "created_at",
+                    "scored_at", "job")
+    list_select_related = ("round", "player__user")
     list_filter = ("status",)
-    search_fields = ("id", "job_id", "player__id", "round__id")
+    search_fields = ("id", "job_id", "player__id", "round__id", "player__user__username")
+    fields = ("id", "job", "player", "round", "status", "shown_emojis_sent", "shown_emojis_final", "shown_total",
+              "shown_breakdown", "price", "currency", "created_at", "scored_at")
+    readonly_fields = fields
+
+    @admin.display(description="job")
+    def job(self, obj):
+        return job_link(obj.job_id)
+
+    @admin.display(description="total")
+    def shown_total(self, obj):
+        if obj.total is None:
+            return "—"
+        return obj.total if obj.round.kind == Round.Kind.CLASSIC or obj.round.revealed else HIDDEN
+
+    @admin.display(description="emojis sent")
+    def shown_emojis_sent(self, obj):
+        return sealed_value(" ".join(obj.emojis_sent), is_revealed(obj.round))
+
+    @admin.display(description="emojis after locks")
+    def shown_emojis_final(self, obj):
+        return sealed_value(" ".join(obj.emojis_final), is_revealed(obj.round))
+
+    @admin.display(description="breakdown")
+    def shown_breakdown(self, obj):
+        return sealed_value(obj.breakdown, is_revealed(obj.round))
 
 
 @admin.register(RoundEntry)
 class RoundEntryAdmin(ReadOnly):
-    list_display = ("round", "player", "attempts", "best_total", "best_guess")
+    list_display = ("round", "player", "attempts", "shown_best_total", "best_guess")
+    list_select_related = ("round", "player__user")
+    fields = readonly_fields = ("round", "player", "attempts", "shown_best_total", "best_guess")
+
+    @admin.display(description="best total")
+    def shown_best_total(self, obj):
+        return obj.best_total if obj.round.kind == Round.Kind.CLASSIC or obj.round.revealed else HIDDEN
 
 
 @admin.register(Lock)
 class LockAdmin(ReadOnly):
-    list_display = ("player", "round", "position", "emoji")
+    list_display = ("player", "round", "position", "shown_emoji")
+    list_select_related = ("round", "player__user")
+    fields = readonly_fields = ("player", "round", "position", "shown_emoji")
+
+    @admin.display(description="emoji")
+    def shown_emoji(self, obj):
+        return sealed_value(obj.emoji, is_revealed(obj.round))
 
 
 @admin.register(Notification)
 class NotificationAdmin(ReadOnly):
     list_display = ("id", "player", "kind", "text", "created_at", "read_at")
     list_filter = ("kind",)
+
+
+# -- the audit trail -----------------------------------------------------------------
+@admin.register(OperatorAction)
+class OperatorActionAdmin(ReadOnly):
+    """Every admin write (Django's own adds and changes, grants, settle,
+    void, rebuild, queue actions), newest first."""
+
+    list_display = ("action_time", "user", "action", "target", "message")
+    list_select_related = ("user", "content_type")
+    list_filter = ("action_flag",)
+    search_fields = ("object_repr", "object_id", "change_message", "user__username")
+    fields = readonly_fields = ("action_time", "user", "action", "target", "message")
+    list_per_page = 50
+
+    @admin.display(description="action", ordering="action_flag")
+    def action(self, obj):
+        return {CHANGE: "change"}.get(obj.action_flag) or obj.get_action_flag_display()
+
+    @admin.display(description="on")
+    def target(self, obj):
+        if obj.content_type and obj.content_type.app_label == "echomq":
+            queue, _, job = obj.object_id.partition("/")
+            try:
+                url = reverse("echomq:job", args=[queue, job]) if job else reverse("echomq:queue", args=[queue])
+            except NoReverseMatch:
+                return obj.object_repr
+            return format_html('<a href="{}">{}</a>', url, obj.object_repr)
+        url = obj.get_admin_url()
+        label = f"{obj.content_type.name if obj.content_type else ''} {obj.object_repr}".strip()
+        return format_html('<a href="{}">{}</a>', url, label) if url else label
+
+    @admin.display(description="what and why")
+    def message(self, obj):
+        return obj.get_change_message()

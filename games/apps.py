@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class GamesConfig(AppConfig):
     name = "games"
     verbose_name = "Codemojex"
+
+    def ready(self):
+        # The queue dashboard links jobs to guesses, rounds and players
+        # through these resolvers (echomq itself knows nothing of games).
+        from .admin_jobs import register_all
+
+        register_all()

@@ -13,14 +13,12 @@ whose typed errors the views show on the page.
 """
 from __future__ import annotations
 
-import secrets
-
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
 
 from . import engine, wallet
-from .models import LedgerEntry, Round
+from .models import LedgerEntry
 from .players import ensure_player
 
 SLOTS = [f"slot{i}" for i in range(engine.SIZE)]
@@ -137,50 +135,3 @@ class SignUpForm(UserCreationForm):
         for currency, amount in STARTING_BALANCE.items():
             wallet.grant(player, currency, amount, reason=LedgerEntry.Reason.GRANT, reference="welcome")
         return user
-
-
-# -- the game-admin console -------------------------------------------------
-class RoundCreateForm(forms.ModelForm):
-    """Create a round in the admin. The operator picks the emoji set and
-    keyboard size; ``games.rounds.create_round`` draws the keyboard and the
-    secret (and a blind round's nonce and commitment), so nobody types or
-    sees a secret."""
-
-    keyboard_size = forms.IntegerField(
-        required=False, min_value=engine.SIZE, initial=24,
-        help_text="How many emojis of the set go on the keyboard; blank for the whole set.")
-    minutes = forms.IntegerField(min_value=1, max_value=60 * 24 * 30, initial=60, help_text="How long it stays open.")
-
-    class Meta:
-        model = Round
-        fields = ["title", "emoji_set", "kind", "currency", "guess_price", "prize_pool", "weights"]
-        help_texts = {"weights": "Blind rounds only: the payout split by rank, e.g. [40, 25, 15, 12, 8]."}
-
-    def clean(self):
-        data = super().clean()
-        es, size = data.get("emoji_set"), data.get("keyboard_size")
-        if es is not None and size is not None and size > len(es.emojis):
-            self.add_error("keyboard_size", f"The {es.title} set has only {len(es.emojis)} emojis.")
-        weights = data.get("weights")
-        if weights is not None and (not isinstance(weights, list) or not weights or
-                                    any(not isinstance(w, int) or isinstance(w, bool) or w <= 0 for w in weights)):
-            self.add_error("weights", "A list of positive whole numbers, best rank first.")
-        return data
-
-
-class GrantForm(forms.Form):
-    """Credit (or, negative, debit) players through the ledger."""
-
-    currency = forms.ChoiceField(choices=[("keys", "keys"), ("clips", "clips"), ("diamonds", "diamonds")])
-    amount = forms.IntegerField(min_value=-1_000_000, max_value=1_000_000,
-                                help_text="Negative to take back; each player gets one ledger row.")
-    note = forms.CharField(max_length=64, required=False, help_text="The ledger reference, e.g. a ticket number.")
-    # One token per rendered form: a second post of the same form (a double
-    # click, a browser resubmit) is recognised and writes nothing.
-    token = forms.CharField(widget=forms.HiddenInput, max_length=64,
-                            initial=lambda: secrets.token_hex(16))
-
-    def clean_amount(self):
-        if self.cleaned_data["amount"] == 0:
-            raise forms.ValidationError("Grant a non-zero amount.")
-        return self.cleaned_data["amount"]

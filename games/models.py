@@ -11,6 +11,7 @@ settlement.
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -81,6 +82,10 @@ class Round(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(kind="classic") | ~Q(commitment=""), name="blind_has_commitment"),
         ]
+        permissions = [
+            ("settle_round", "Can settle or void a round"),
+            ("rebuild_leaderboard", "Can rebuild a round's leaderboard"),
+        ]
 
     # Never include the secret or nonce here: these show up in logs and admin.
     def __str__(self) -> str:
@@ -111,6 +116,9 @@ class Player(models.Model):
     id = BrandedIdField("PLR", primary_key=True)
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="player")
     created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        permissions = [("grant_currency", "Can grant or take back currency")]
 
     def __str__(self) -> str:
         return f"{self.user.get_username()} ({self.id})"
@@ -230,6 +238,7 @@ class Guess(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["player", "idempotency_key"], name="guess_idempotency_key"),
         ]
+        permissions = [("refund_guess", "Can refund a queued guess and remove its job")]
 
     def __str__(self) -> str:
         return f"{self.id} {self.player_id} {self.round_id} [{self.status}]"
@@ -285,3 +294,14 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} {self.player_id}: {self.text}"
+
+
+class OperatorAction(LogEntry):
+    """The admin's own ``LogEntry`` rows, listed in the console as "Recent
+    operator actions" (a proxy: no table of its own)."""
+
+    class Meta:
+        proxy = True
+        ordering = ["-action_time"]
+        verbose_name = "operator action"
+        verbose_name_plural = "recent operator actions"

@@ -222,6 +222,7 @@ def test_admin_sees_the_queue_dashboard_and_requeues_a_dead_job(desktop, live, m
     expect(page.get_by_text("boom: a test failure").first).to_be_visible()
     shot(page, "admin-queue-dead")
     page.get_by_role("button", name=f"Requeue {jid}").click()
+    page.get_by_role("button", name="Yes, requeue the job").click()  # the confirmation page
     expect(page.get_by_text(f"Job {jid} requeued")).to_be_visible()
     assert q.job(jid)["state"] == "pending"
     shot(page, "admin-queue-requeued")

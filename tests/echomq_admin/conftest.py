@@ -5,6 +5,7 @@ import pytest
 
 from echomq import Queue
 from echomq.contrib.django import reset_client
+from echomq.contrib.django.models import OPERATE, VIEW
 
 
 @pytest.fixture(autouse=True)
@@ -45,11 +46,28 @@ def make_dead(q: Queue, payload=b"x", error="boom") -> str:
     return jid
 
 
+def staff_user(django_user_model, name: str, *perms: str):
+    """A staff user (not a superuser) holding exactly ``perms``."""
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user(name, password=f"pw-{name}-123", is_staff=True)
+    for full in perms:
+        app_label, codename = full.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return user
+
+
 @pytest.fixture
 def staff_client(client, django_user_model):
-    """A staff user who is not a superuser: staff is all the pages ask."""
-    user = django_user_model.objects.create_user("ops", password="pw-ops-123", is_staff=True)
-    client.force_login(user)
+    """A queue operator: staff with the view and operate permissions."""
+    client.force_login(staff_user(django_user_model, "ops", VIEW, OPERATE))
+    return client
+
+
+@pytest.fixture
+def viewer_client(client, django_user_model):
+    """Staff who may only read the dashboard."""
+    client.force_login(staff_user(django_user_model, "viewer", VIEW))
     return client
 
 

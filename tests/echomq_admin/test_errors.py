@@ -26,6 +26,13 @@ pytestmark = pytest.mark.django_db
     ("/admin/queues/cm/?limit=abc", 400, "limit must be a whole number"),
     ("/admin/queues/cm/find/?id=JOB123", 400, "is not a job id"),
     ("/admin/queues/cm/find/", 400, "is not a job id"),
+    ("/admin/queues/cm/lanes/nope/", 400, "is not a lane"),
+    ("/admin/queues/cm/lanes/PLR0KHTOWnGLuC/", 404, "has no lane PLR0KHTOWnGLuC"),
+    ("/admin/queues/cm/lanes/PLR0KHTOWnGLuC/?page=0", 400, "page must be a whole number"),
+    ("/admin/queues/cm/lanes/PLR0KHTOWnGLuC/?page=%C2%B2", 400, "page must be a whole number"),
+    ("/admin/queues/?q=" + "x" * 65, 400, "at most 64 characters"),
+    ("/admin/queues/?q=a%01b", 400, "at most 64 characters"),
+    ("/admin/queues/cm/?limit=%C2%B2", 400, "limit must be a whole number"),
 ])
 def test_bad_input_pages(staff_client, emq, url, status, words):
     resp = staff_client.get(url)
@@ -45,14 +52,14 @@ def test_bad_input_pages(staff_client, emq, url, status, words):
     ("/admin/queues/nope/jobs/JOB0KHTOWnGLuC/remove/", 404, "There is no queue"),
 ])
 def test_bad_actions(staff_client, emq, url, status, words):
-    resp = staff_client.post(url)
+    resp = staff_client.post(url, {"confirm": "yes"})
     assert resp.status_code == status
     assert words in resp.content.decode()
 
 
 def test_requeue_of_a_job_that_is_not_dead_is_409(staff_client, queue):
     jid, _ = queue.enqueue(b"x")
-    resp = staff_client.post(f"/admin/queues/cm/jobs/{jid}/requeue/")
+    resp = staff_client.post(f"/admin/queues/cm/jobs/{jid}/requeue/", {"confirm": "yes"})
     assert resp.status_code == 409
     assert f"Job {jid} is pending, not dead" in resp.content.decode()
     assert queue.job(jid)["state"] == "pending"
@@ -60,10 +67,10 @@ def test_requeue_of_a_job_that_is_not_dead_is_409(staff_client, queue):
 
 def test_bulk_with_a_bad_id_changes_nothing(staff_client, queue):
     jid = make_dead(queue)
-    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "remove", "ids": [jid, "JOB!"]})
+    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "remove", "ids": [jid, "JOB!"], "confirm": "yes"})
     assert resp.status_code == 400
     assert queue.job(jid)["state"] == "dead"
-    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "explode", "ids": [jid]})
+    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "explode", "ids": [jid], "confirm": "yes"})
     assert resp.status_code == 400 and "Choose requeue or remove" in resp.content.decode()
     assert queue.job(jid)["state"] == "dead"
 

@@ -150,7 +150,7 @@ def test_dead_job_page_offers_requeue(staff_client, queue):
     jid = make_dead(queue, b"{}", error="boom")
     resp = staff_client.get(f"/admin/queues/cm/jobs/{jid}/")
     html = resp.content.decode()
-    assert f'action="/admin/queues/cm/jobs/{jid}/requeue/"' in html
+    assert f'href="/admin/queues/cm/jobs/{jid}/requeue/?next=' in html  # to the confirmation page
     assert "boom" in html
     assert "died" in [t[0] for t in resp.context["job"]["times"]]
 

@@ -61,17 +61,23 @@ def test_round_list_columns_and_actions(staff, make_player, make_round, django_c
         assert col in html
     assert '<td class="field-players">2</td>' in html and '<td class="field-guess_count">3</td>' in html
     assert all(f not in html for f in secret_forms(rnd))
-    resp = staff.post("/admin/games/round/", {"action": "void", "_selected_action": [rnd.pk]})
+    ask = staff.post("/admin/games/round/", {"action": "void", "_selected_action": [rnd.pk]})
+    assert ask.status_code == 200 and Round.objects.get(pk=rnd.pk).status == "open"
+    assert "3 guess charges refunded, 3 keys back to 2 players" in ask.content.decode()
+    resp = staff.post("/admin/games/round/", {"action": "void", "_selected_action": [rnd.pk], "confirm": "yes"})
     assert resp.status_code == 302
     assert Round.objects.get(pk=rnd.pk).status == "voided"
     assert LedgerEntry.objects.filter(reason="refund").count() == 3
 
 
 def test_settle_now_goes_through_the_settle_queue(staff, make_round):
+    from echomq.contrib.django import get_queue
     from games.workers import settle
 
     rnd = make_round()
-    staff.post("/admin/games/round/", {"action": "settle_now", "_selected_action": [rnd.pk]})
+    ask = staff.post("/admin/games/round/", {"action": "settle_now", "_selected_action": [rnd.pk]})
+    assert "The round closes now" in ask.content.decode() and not get_queue("cm.settle").counts()["pending"]
+    staff.post("/admin/games/round/", {"action": "settle_now", "_selected_action": [rnd.pk], "confirm": "yes"})
     drain("cm.settle", settle)
     assert Round.objects.get(pk=rnd.pk).status == "settled"
     assert " ".join(rnd.secret) in staff.get(f"/admin/games/round/{rnd.pk}/change/").content.decode()
@@ -85,10 +91,10 @@ def test_grant_currency_action_writes_ledger_rows(staff, make_player):
     token = ask.context["form"]["token"].value()
     assert len(token) == 32 and f'value="{token}"' in ask.content.decode()
     bad = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",
-                           "currency": "keys", "amount": "0", "token": token})
+                           "currency": "keys", "amount": "0", "reason": "x", "token": token})
     assert bad.status_code == 200 and "non-zero" in bad.content.decode()
     grant = {"action": "grant_currency", "_selected_action": [a.pk, b.pk], "apply": "1",
-             "currency": "keys", "amount": "7", "note": "ticket 9", "token": token}
+             "currency": "keys", "amount": "7", "reason": "ticket 9", "token": token}
     done = staff.post(url, grant)
     assert done.status_code == 302
     again = staff.post(url, grant, follow=True)  # a double click sends the same form twice
@@ -96,7 +102,7 @@ def test_grant_currency_action_writes_ledger_rows(staff, make_player):
     assert wallet.balances(a)["keys"] == 7 and wallet.balances(b)["keys"] == 8
     assert LedgerEntry.objects.filter(reference="ticket 9", reason="grant").count() == 2
     staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",
-                     "currency": "keys", "amount": "-100", "token": "another-form"})
+                     "currency": "keys", "amount": "-100", "reason": "oops", "token": "another-form"})
     assert wallet.balances(a)["keys"] == 7 and wallet.mismatched_wallets() == []
     listing = staff.get(url).content.decode()
     assert '<td class="field-keys">7</td>' in listing
@@ -117,7 +123,8 @@ def test_leaderboard_view_reads_valkey_and_rebuilds(staff, make_player, make_rou
     drain("cm", score_guess)
     url = f"/admin/games/round/{rnd.pk}/leaderboard/"
     html = staff.get(url).content.decode()
-    assert "ivy" in html and "It matches the database." in html  # staff see blind boards
+    assert "ivy" in html and "It matches the database." in html  # staff see who is on blind boards
+    assert "sealed until the reveal" in html and "/600" not in html  # but not their totals
     assert all(f not in html for f in secret_forms(rnd))
     valkey.delete(leaderboard.key(rnd.pk))
     assert "differs from the database" in staff.get(url).content.decode()

@@ -3,22 +3,23 @@ from django.contrib import admin
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 
-from .models import Dashboard
+from .models import VIEW, Dashboard
 
 
 @admin.register(Dashboard)
 class DashboardAdmin(admin.ModelAdmin):
-    """Staff see a "Queues dashboard" entry that leads to ``echomq:overview``.
-    There is nothing to add, change or delete: the queues live in Valkey."""
+    """Users with ``echomq.view_queues`` see a "Queues dashboard" entry that
+    leads to ``echomq:overview``. There is nothing to add, change or delete:
+    the queues live in Valkey."""
 
-    def _staff(self, request) -> bool:
-        return request.user.is_active and request.user.is_staff
+    def _may_view(self, request) -> bool:
+        return request.user.is_active and request.user.is_staff and request.user.has_perm(VIEW)
 
     def has_module_permission(self, request):
-        return self._staff(request)
+        return self._may_view(request)
 
     def has_view_permission(self, request, obj=None):
-        return self._staff(request)
+        return self._may_view(request)
 
     def has_add_permission(self, request):
         return False

@@ -212,6 +212,7 @@ def queue_page(queue: Queue, *, limit: int = 50, lanes: int = 10, minutes: int =
         "scheduled": with_times(queue.scheduled_jobs(limit), "run_at", now),
         "dead": with_times(queue.dead_jobs(limit), "died", now),
         "pending": queue.pending_ids(limit),
+        "completed": recent_completed(queue, min(limit, 50)),
         "limit": limit,
     }
 
@@ -247,5 +248,40 @@ def job_page(queue: Queue, job_id: str) -> dict | None:
         "id": job_id, "state": dict((f[0], f[1]) for f in fields).get("state"),
         "fields": fields, "times": times, "extra": extra,
         "minted": ms_to_dt(ids.minted_at_ms(job_id)),
-        "payload": decode_payload(payload), "lane": lane, "now": ms_to_dt(now),
+        "payload": decode_payload(payload), "raw_payload": payload, "lane": lane, "now": ms_to_dt(now),
     }
+
+
+# -- one lane ----------------------------------------------------------------
+LANE_PAGE = 50
+
+
+def lane_page(queue: Queue, lane: str, page: int = 1, per_page: int = LANE_PAGE) -> dict | None:
+    """The jobs waiting on one lane, oldest first, ``per_page`` at a time;
+    None when the queue has never heard of the lane."""
+    info = queue.lanes.info(lane)
+    known = queue.client.sismember(queue.k_lanes, lane)
+    if not known and not info["depth"]:
+        return None
+    start = (page - 1) * per_page
+    key = keyspace.lane_key(queue.name, lane)
+    job_ids = [m.decode() for m in queue.client.zrange(key, start, start + per_page - 1)]
+    pages = max(1, -(-info["depth"] // per_page))
+    return {"lane": info, "jobs": job_ids, "page": page, "pages": pages, "first": start + 1,
+            "last": start + len(job_ids),
+            "per_page": per_page, "on_ring": lane in queue.lanes.ring()}
+
+
+# -- finished jobs -----------------------------------------------------------
+def completed_record(record: dict, now_ms: int) -> dict:
+    """A completed job's retained record, with times as datetimes and words."""
+    out = dict(record)
+    for name in ("enqueued", "claimed", "finished"):
+        out[name + "_at"] = ms_to_dt(record.get(name))
+        out[name + "_rel"] = relative(record.get(name), now_ms)
+    return out
+
+
+def recent_completed(queue: Queue, limit: int) -> list[dict]:
+    now = queue.server_time_ms()
+    return [completed_record(r, now) for r in queue.completed_jobs(limit)]

@@ -1,6 +1,9 @@
 """The queue pages; mount them under the admin, before ``admin.site.urls``:
 
     path("admin/queues/", include("echomq.contrib.django.urls")),
+
+The overview answers the search box too (``?q=``), so no fixed path
+shadows a queue's name.
 """
 from django.urls import path
 
@@ -15,7 +18,9 @@ urlpatterns = [
     path("<str:queue>/resume/", views.resume, name="resume"),
     path("<str:queue>/find/", views.find_job, name="find"),
     path("<str:queue>/dead/", views.dead_bulk, name="dead_bulk"),
+    path("<str:queue>/lanes/<str:lane>/", views.lane_detail, name="lane"),
     path("<str:queue>/jobs/<str:job_id>/", views.job_detail, name="job"),
     path("<str:queue>/jobs/<str:job_id>/requeue/", views.requeue, name="requeue"),
     path("<str:queue>/jobs/<str:job_id>/remove/", views.remove, name="remove"),
+    path("<str:queue>/jobs/<str:job_id>/cancel/", views.cancel, name="cancel"),
 ]

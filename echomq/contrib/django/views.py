@@ -1,6 +1,13 @@
-"""The queue pages of the admin: overview, one queue, one job, and the POST
-actions (pause/resume, requeue/remove). Staff only, through
-``admin.site.admin_view`` (login redirect, CSRF, never cached).
+"""The queue pages of the admin: overview (with search), one queue, one
+lane, one job, and the actions (pause/resume, requeue/remove).
+
+Who may do what is two named permissions (see :mod:`.models`): every page
+needs ``echomq.view_queues``; every action, and the confirmation page that
+leads to it, needs ``echomq.operate_queues`` too. Staff without them get a
+403 page and nothing changes. Requeue and remove ask first on a page that
+says what will happen (in the application's words when a resolver is
+registered for the queue, see :mod:`.resolvers`); every action done is
+recorded in the admin log (:mod:`.audit`).
 
 Bad input answers a readable 4xx page in the admin's look, never a 500:
 an ill-formed queue name, job id or limit is 400, an unknown queue or job
@@ -12,23 +19,24 @@ import functools
 import logging
 
 import echomq
-import redis
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
-from echomq import Queue, keyspace
+from echomq import Queue, ids, keyspace
 from echomq.errors import InvalidName, JobNotFound, KindError, WrongState
 
-from . import dashboard, get_client
+from . import audit, dashboard, get_client, resolvers
+from .models import OPERATE, VIEW
 
 log = logging.getLogger(__name__)
 
 MAX_LIMIT = 1000
 MAX_BULK = 1000
+MAX_SEARCH = 64
 
 
 class PageError(Exception):
@@ -40,7 +48,8 @@ class PageError(Exception):
 
 
 def _context(request, title: str, **extra) -> dict:
-    return {**admin.site.each_context(request), "title": title, **extra}
+    return {**admin.site.each_context(request), "title": title,
+            "can_operate": request.user.has_perm(OPERATE), **extra}
 
 
 def _render(request, template: str, context: dict, status: int = 200):
@@ -53,13 +62,25 @@ def _error_page(request, err: PageError):
                             queue_name=err.queue), status=err.status)
 
 
-def staff_page(methods):
+def _require(request, perm: str, what: str) -> None:
+    if not request.user.has_perm(perm):
+        raise PageError(403, "Not allowed",
+                        f"{what} needs the {perm!r} permission, which your account does not have. "
+                        "Nothing was changed.")
+
+
+def staff_page(methods, *, operate: bool = False):
     """Staff only (admin login otherwise), CSRF-protected, never cached,
-    only ``methods``; PageError and Valkey outages become error pages."""
+    only ``methods``. Every page needs the view permission; POSTs and
+    ``operate`` pages need the operate permission too. PageError and Valkey
+    outages become error pages."""
     def wrap(view):
         @functools.wraps(view)
         def inner(request, *args, **kwargs):
             try:
+                _require(request, VIEW, "Reading the queue dashboard")
+                if operate or request.method == "POST":
+                    _require(request, OPERATE, "Changing a queue")
                 return view(request, *args, **kwargs)
             except PageError as err:
                 return _error_page(request, err)
@@ -88,7 +109,7 @@ def _queue(name: str, *, must_exist: bool = True) -> Queue:
     return queue
 
 
-def _job_id(job_id: str, queue: str) -> str:
+def _job_id(job_id: str, queue: str | None) -> str:
     try:
         return keyspace.check_job_id(job_id)
     except KindError:
@@ -101,23 +122,33 @@ def _job_id(job_id: str, queue: str) -> str:
                         "characters, 14 in all.", queue) from None
 
 
-def _limit(request, default: int = 50) -> int:
-    raw = request.GET.get("limit")
+def _lane(lane: str, queue: str) -> str:
+    try:
+        return keyspace.check_lane(lane)
+    except InvalidName:
+        raise PageError(400, "Ill-formed lane",
+                        f"{lane!r} is not a lane: lanes are branded ids, 3 letters and 11 base62 "
+                        "characters.", queue) from None
+
+
+def _number(request, name: str, default: int, maximum: int) -> int:
+    raw = request.GET.get(name)
     if raw in (None, ""):
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_LIMIT:
-        raise PageError(400, "Bad limit", f"limit must be a whole number from 1 to {MAX_LIMIT}, "
-                                          f"got {raw!r}.")
+    value = int(raw) if raw.isascii() and raw.isdigit() else 0
+    if not 1 <= value <= maximum:
+        raise PageError(400, f"Bad {name}", f"{name} must be a whole number from 1 to {maximum}, "
+                                            f"got {raw!r}.")
     return value
+
+
+def _limit(request, default: int = 50) -> int:
+    return _number(request, "limit", default, MAX_LIMIT)
 
 
 def _refresh(request) -> int | None:
     raw = request.GET.get("refresh")
-    if raw and raw.isdigit() and 2 <= int(raw) <= 3600:
+    if raw and raw.isascii() and raw.isdigit() and 2 <= int(raw) <= 3600:
         return int(raw)
     return None
 
@@ -139,16 +170,63 @@ def job_url(name: str, job_id: str) -> str:
     return reverse("echomq:job", args=[name, job_id])
 
 
+def _about(queue: str, job_id: str, payload: bytes | None, user) -> resolvers.About | None:
+    """The registered resolver's account of the job; a resolver that fails
+    costs its panel, never the page."""
+    resolver = resolvers.resolver_for(queue)
+    if resolver is None:
+        return None
+    try:
+        return resolver.describe(job_id, payload, user)
+    except Exception:
+        log.exception("queue dashboard: resolver for %s failed on %s", queue, job_id)
+        return None
+
+
 # -- pages -----------------------------------------------------------------
 @staff_page(["GET", "HEAD"])
 def overview(request):
     client = get_client()
-    rows = [dashboard.overview_row(Queue(name, client)) for name in dashboard.all_queues(client)]
+    names = dashboard.all_queues(client)
+    term = (request.GET.get("q") or "").strip()
+    if term:
+        return _search(request, client, names, term)
+    rows = [dashboard.overview_row(Queue(name, client)) for name in names]
     totals = {k: sum(r["counts"][k] for r in rows)
               for k in ("pending", "active", "scheduled", "dead", "completed", "dead_total")}
     return _render(request, "echomq/admin/overview.html", _context(
         request, "Queues", queues=rows, totals=totals, refresh=_refresh(request),
         configured=dashboard.configured_queues()))
+
+
+def _search(request, client, names: list[str], term: str):
+    """Find jobs by JOB id (any queue, finished ones through the resolvers),
+    or by an application id or name (GES, PLR, a username) through them."""
+    if len(term) > MAX_SEARCH or any(ord(c) < 32 for c in term):
+        raise PageError(400, "Bad search", f"Search for a JOB id, or an id or name the application "
+                                           f"knows, at most {MAX_SEARCH} characters.")
+    found: dict[tuple[str, str], dict] = {}
+    if ids.is_valid(term) and term.startswith("JOB"):
+        for name in names:
+            record = Queue(name, client).find(term)
+            if record is not None:
+                found[(name, term)] = {"queue": name, "job_id": term, "state": record["state"], "label": ""}
+    for name, resolver in resolvers.registered().items():
+        try:
+            hits = resolver.search(term, request.user)
+        except Exception:
+            log.exception("queue dashboard: resolver search for %s failed", name)
+            continue
+        for hit in hits:
+            row = found.setdefault((hit.queue, hit.job_id), {"queue": hit.queue, "job_id": hit.job_id,
+                                                             "state": None, "label": ""})
+            row["label"] = hit.label
+    for row in found.values():
+        if row["state"] is None:
+            record = Queue(row["queue"], client).find(row["job_id"])
+            row["state"] = record["state"] if record else "finished (no row)"
+    return _render(request, "echomq/admin/search.html", _context(
+        request, f"Search: {term}", term=term, results=list(found.values())))
 
 
 @staff_page(["GET", "HEAD"])
@@ -160,16 +238,40 @@ def queue_detail(request, queue):
 
 
 @staff_page(["GET", "HEAD"])
+def lane_detail(request, queue, lane):
+    q = _queue(queue)
+    name = _lane(lane, q.name)
+    page = _number(request, "page", 1, 1_000_000)
+    data = dashboard.lane_page(q, name, page)
+    if data is None:
+        raise PageError(404, "Unknown lane", f"Queue {q.name!r} has no lane {name}: no job waits on "
+                                             "it and it has no settings.", q.name)
+    if page > data["pages"]:
+        raise PageError(404, "No such page", f"Lane {name} has {data['pages']} page(s) of waiting jobs.",
+                        q.name)
+    return _render(request, "echomq/admin/lane.html", _context(
+        request, f"Lane {name}", queue_name=q.name, **data))
+
+
+@staff_page(["GET", "HEAD"])
 def job_detail(request, queue, job_id):
     q = _queue(queue)
     jid = _job_id(job_id, q.name)
     data = dashboard.job_page(q, jid)
     if data is None:
-        raise PageError(404, "No such job",
-                        f"Queue {q.name!r} has no job {jid}: it completed, was removed, or "
-                        "never existed (completed jobs leave no row).", q.name)
+        record = q.find(jid)  # a completed job's record, while the queue retains it
+        about = _about(q.name, jid, None, request.user)
+        if about is None and record is None:
+            raise PageError(404, "No such job",
+                            f"Queue {q.name!r} has no job {jid}: it was removed or cancelled, completed "
+                            "longer ago than the queue keeps records, or never existed.", q.name)
+        return _render(request, "echomq/admin/job_gone.html", _context(
+            request, f"Job {jid}", queue_name=q.name, job_id=jid, about=about,
+            record=dashboard.completed_record(record, q.server_time_ms()) if record else None,
+            minted=dashboard.ms_to_dt(ids.minted_at_ms(jid))))
+    about = _about(q.name, jid, data["raw_payload"], request.user)
     return _render(request, "echomq/admin/job.html", _context(
-        request, f"Job {jid}", queue_name=q.name, job=data))
+        request, f"Job {jid}", queue_name=q.name, job=data, about=about))
 
 
 @staff_page(["GET", "HEAD"])
@@ -181,11 +283,12 @@ def find_job(request, queue):
     return HttpResponseRedirect(job_url(q.name, jid))
 
 
-# -- actions (POST) ----------------------------------------------------------
+# -- actions -----------------------------------------------------------------
 @staff_page(["POST"])
 def pause(request, queue):
     q = _queue(queue)
     q.pause()
+    audit.record(request.user, q.name, None, "Paused the queue: claims hand out nothing until resumed.")
     messages.success(request, f"Queue {q.name} paused: claims hand out nothing until resumed.")
     return _back(request, queue_url(q.name))
 
@@ -194,41 +297,82 @@ def pause(request, queue):
 def resume(request, queue):
     q = _queue(queue)
     q.resume()
+    audit.record(request.user, q.name, None, "Resumed the queue.")
     messages.success(request, f"Queue {q.name} resumed.")
     return _back(request, queue_url(q.name))
 
 
-def _requeue(q: Queue, jid: str) -> None:
-    try:
-        q.requeue_dead(jid)
-    except JobNotFound:
-        raise PageError(404, "No such job", f"Queue {q.name!r} has no job {jid} to requeue.",
-                        q.name) from None
-    except WrongState:
-        state = (q.job(jid) or {}).get("state", "gone")
-        raise PageError(409, "Not a dead job",
-                        f"Job {jid} is {state}, not dead: only dead letters can be requeued.",
-                        q.name) from None
+def _confirmed(request) -> bool:
+    return request.method == "POST" and request.POST.get("confirm") == "yes"
 
 
-@staff_page(["POST"])
+def _confirm_page(request, q: Queue, action: str, jobs: list[dict], **extra):
+    return _render(request, "echomq/admin/confirm.html", _context(
+        request, f"{action.capitalize()} {'job ' + jobs[0]['id'] if len(jobs) == 1 else f'{len(jobs)} jobs'}?",
+        queue_name=q.name, action=action, jobs=jobs, next=request.POST.get("next") or request.GET.get("next", ""),
+        **extra))
+
+
+def _job_for_action(q: Queue, jid: str, action: str) -> dict:
+    row = q.job(jid)
+    if row is None:
+        raise PageError(404, "No such job", f"Queue {q.name!r} has no job {jid} to {action}.", q.name)
+    return row
+
+
+@staff_page(["GET", "HEAD", "POST"], operate=True)
 def requeue(request, queue, job_id):
     q = _queue(queue)
     jid = _job_id(job_id, q.name)
-    _requeue(q, jid)
+    row = _job_for_action(q, jid, "requeue")
+    if row.get("state") != "dead":
+        raise PageError(409, "Not a dead job",
+                        f"Job {jid} is {row.get('state')}, not dead: only dead letters can be requeued.",
+                        q.name)
+    if not _confirmed(request):
+        about = _about(q.name, jid, row.get("payload"), request.user)
+        return _confirm_page(request, q, "requeue", [{"id": jid, "state": "dead", "about": about,
+                                                       "error": row.get("last_error")}])
+    try:
+        q.requeue_dead(jid)
+    except (JobNotFound, WrongState):
+        state = (q.job(jid) or {}).get("state", "gone")
+        raise PageError(409, "Not a dead job",
+                        f"Job {jid} is {state} now, not dead: someone got there first; nothing changed.",
+                        q.name) from None
+    audit.record(request.user, q.name, jid, "Requeued the dead job with a fresh set of attempts.")
     messages.success(request, f"Job {jid} requeued with a fresh set of attempts.")
     return _back(request, queue_url(q.name))
 
 
-@staff_page(["POST"])
+@staff_page(["GET", "HEAD", "POST"], operate=True)
 def remove(request, queue, job_id):
     q = _queue(queue)
     jid = _job_id(job_id, q.name)
+    row = _job_for_action(q, jid, "remove")
+    about = _about(q.name, jid, row.get("payload"), request.user)
+    options = {o.name: o for o in (about.remove_options if about else [])}
+    if not _confirmed(request):
+        return _confirm_page(request, q, "remove", [{"id": jid, "state": row.get("state"), "about": about,
+                                                      "error": row.get("last_error")}],
+                             options=[o for o in options.values()
+                                      if not o.permission or request.user.has_perm(o.permission)])
+    chosen = request.POST.get("option") or ""
+    said = ""
+    if chosen:
+        option = options.get(chosen)
+        if option is None:
+            raise PageError(409, "Option gone", f"{chosen!r} is not offered for job {jid} any more; "
+                                                "nothing changed. Open the job again.", q.name)
+        if option.permission:
+            _require(request, option.permission, option.label)
+        said = option.run(request.user)
     was = q.remove(jid)
-    if was is None:
-        raise PageError(404, "No such job", f"Queue {q.name!r} has no job {jid} to remove.",
-                        q.name)
-    messages.success(request, f"Job {jid} removed (it was {was}).")
+    if was is None and not chosen:
+        raise PageError(404, "No such job", f"Queue {q.name!r} has no job {jid} to remove.", q.name)
+    extra = said or (about.on_remove if about else "")
+    audit.record(request.user, q.name, jid, f"Removed the job (it was {was or 'already gone'}). {extra}".strip())
+    messages.success(request, f"Job {jid} removed (it was {was or 'already gone'}). {extra}".strip())
     # The job page of a removed job would be a 404: never go back there.
     nxt = request.POST.get("next", "")
     if nxt.rstrip("/").endswith(jid):
@@ -236,11 +380,46 @@ def remove(request, queue, job_id):
     return _back(request, queue_url(q.name))
 
 
+@staff_page(["GET", "HEAD", "POST"], operate=True)
+def cancel(request, queue, job_id):
+    """Stop a job: a waiting one is deleted at once; a running one is marked
+    and its worker hears of it at its next heartbeat, its late result refused."""
+    q = _queue(queue)
+    jid = _job_id(job_id, q.name)
+    row = _job_for_action(q, jid, "cancel")
+    if row.get("state") == "dead":
+        raise PageError(409, "A dead job", f"Job {jid} is dead: remove or requeue it instead.", q.name)
+    about = _about(q.name, jid, row.get("payload"), request.user)
+    if not _confirmed(request):
+        return _confirm_page(request, q, "cancel", [{"id": jid, "state": row.get("state"), "about": about,
+                                                      "error": row.get("last_error")}])
+    try:
+        outcome = q.cancel(jid)
+    except JobNotFound:
+        raise PageError(404, "No such job", f"Queue {q.name!r} has no job {jid} to cancel.", q.name) from None
+    except WrongState:
+        raise PageError(409, "A dead job", f"Job {jid} died meanwhile: remove or requeue it instead.",
+                        q.name) from None
+    if outcome == "cancelling":
+        what = ("Cancelling the running job: its worker hears of it at its next heartbeat and its result "
+                "will be refused.")
+    else:
+        what = "Cancelled the job: it was waiting and is gone."
+    if about and about.on_remove:
+        what += " " + about.on_remove
+    audit.record(request.user, q.name, jid, what)
+    messages.success(request, f"Job {jid}: {what}")
+    if outcome == "cancelling":
+        return HttpResponseRedirect(job_url(q.name, jid))
+    return HttpResponseRedirect(queue_url(q.name))
+
+
 @staff_page(["POST"])
 def dead_bulk(request, queue):
-    """Requeue or remove the ticked dead letters. Every id is checked before
-    anything changes; jobs that left the dead set meanwhile are reported,
-    not fatal (another admin or a worker may have got there first)."""
+    """Requeue or remove the ticked dead letters, after a confirmation page
+    listing them. Every id is checked before anything changes; jobs that
+    left the dead set meanwhile are reported, not fatal (another admin or a
+    worker may have got there first)."""
     q = _queue(queue)
     action = request.POST.get("action")
     if action not in ("requeue", "remove"):
@@ -252,6 +431,8 @@ def dead_bulk(request, queue):
     if len(raw) > MAX_BULK:
         raise PageError(400, "Too many jobs", f"At most {MAX_BULK} jobs at once.", q.name)
     jids = list(dict.fromkeys(_job_id(j, q.name) for j in raw))
+    if not _confirmed(request):
+        return _confirm_page(request, q, action, [{"id": j, "state": "dead"} for j in jids], bulk=True)
     done, skipped = [], []
     for jid in jids:
         if action == "requeue":
@@ -268,6 +449,8 @@ def dead_bulk(request, queue):
         done.append(jid)
     verb = "requeued" if action == "requeue" else "removed"
     if done:
+        audit.record_many(request.user, q.name, done, f"{verb.capitalize()} the dead job (bulk, "
+                                                      f"{len(done)} at once).")
         messages.success(request, f"{len(done)} dead job{'s' * (len(done) != 1)} {verb}.")
     if skipped:
         messages.warning(request, f"{len(skipped)} job{'s' * (len(skipped) != 1)} no longer dead "

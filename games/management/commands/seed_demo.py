@@ -75,4 +75,30 @@ class Command(BaseCommand):
                                guess_price=spec["price"], prize_pool=spec["pool"], title=spec["title"],
                                duration=timedelta(hours=o["hours"]))
             self.stdout.write(f"round {rnd} opened until {rnd.ends_at:%Y-%m-%d %H:%M} UTC")
+        seed_operators(self)
         self.stdout.write("demo ready: log in at /admin/ as admin")
+
+
+# One demo staff user per operator group (games.permissions.GROUPS), none a superuser.
+OPERATORS = {"gamemaster": "Game master", "support": "Support", "queueops": "Queue operator"}
+
+
+def seed_operators(command) -> None:
+    """Create the group demo users if missing and print their logins."""
+    from django.contrib.auth.models import Group
+
+    User = get_user_model()
+    for name, group in OPERATORS.items():
+        path = command._password_file(name)
+        user = User.objects.filter(username=name).first()
+        if user is None:
+            password = secrets.token_urlsafe(12)
+            user = User.objects.create_user(name, password=password, is_staff=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(password + "\n")
+            path.chmod(0o600)
+            said = f"password {password} (also in {path})"
+        else:
+            said = f"password in {path}" if path.exists() else "password unchanged"
+        user.groups.add(Group.objects.get(name=group))
+        command.stdout.write(f"operator {name} ({group}): log in at /admin/ as {name}, {said}")
