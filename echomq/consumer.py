@@ -42,6 +42,7 @@ from .job import Job
 log = logging.getLogger("echomq.consumer")
 
 CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+DEFAULT_BATCH = 50
 
 
 def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
@@ -53,6 +54,14 @@ def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
         return delay // 2 + random.randint(0, delay // 2)
 
     return backoff
+
+
+def _raiser(result):
+    """A one-job handler that gives ``result``: an exception is raised, anything else completes."""
+    def handler(job):
+        if isinstance(result, BaseException):
+            raise result
+    return handler
 
 
 class _Outcome:
@@ -74,16 +83,31 @@ class Consumer:
     ``prefetch`` jobs beyond ``concurrency`` may be claimed ahead (batch
     claim); they are leased and heart-beaten while they wait, and handed back
     unstarted when the consumer stops.
+
+    Instead of ``handler``, ``handler_many(jobs)`` takes up to ``batch`` claimed
+    jobs at once (whatever is waiting when a thread is free, so a light load
+    still goes one by one) and returns one result per job, in order: None
+    (or any non-exception) completes that job; an exception (``Drop``, ``Retry``, any other) settles
+    it as if ``handler`` had raised it. If ``handler_many`` itself raises,
+    every job of the batch gets that outcome. Each thread holds up to
+    ``batch`` jobs, so ``concurrency * batch + prefetch`` are claimed at most.
     """
 
-    def __init__(self, queue, handler, *, concurrency: int = 1, lease_ms: int = 30_000,
+    def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
+                 concurrency: int = 1, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int = 0,
                  grace_ms: int = 10_000, name: str | None = None):
         if concurrency < 1 or prefetch < 0 or lease_ms < 100 or beat_ms < 10 or max_attempts < 1:
             raise ValueError("need concurrency >= 1, prefetch >= 0, lease_ms >= 100, beat_ms >= 10, "
                              "max_attempts >= 1")
+        if (handler is None) == (handler_many is None):
+            raise ValueError("give exactly one of handler and handler_many")
+        if batch is not None and (handler_many is None or batch < 1):
+            raise ValueError("batch is the size of a handler_many call: a whole number >= 1")
         self.queue = queue
         self.handler = handler
+        self.handler_many = handler_many
+        self.batch = 1 if handler_many is None else batch or DEFAULT_BATCH
         self.concurrency = concurrency
         self.prefetch = prefetch
         self.lease_ms = lease_ms
@@ -95,7 +119,7 @@ class Consumer:
         self.name = name or f"{queue.name}/{self.id}"
         self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
 
-        self.capacity = concurrency + prefetch
+        self.capacity = concurrency * self.batch + prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
         # until half the prefetch is used up, so claims and acks go in batches
         # while the run queue still holds work for the threads.
@@ -253,7 +277,8 @@ class Consumer:
     # -- workers ----------------------------------------------------------
     def _start_threads(self) -> None:
         for i in range(self.concurrency):
-            t = threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{i}", daemon=True)
+            loop = self._work_loop if self.handler_many is None else self._work_loop_many
+            t = threading.Thread(target=loop, name=f"{self.name}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
         hb = threading.Thread(target=self._heartbeat_loop, name=f"{self.name}-heartbeat", daemon=True)
@@ -279,9 +304,49 @@ class Consumer:
                 except CONNECTION_ERRORS:
                     pass  # the fetcher wakes at the next beat anyway
 
-    def _handle(self, job: Job) -> _Outcome:
+    def _work_loop_many(self) -> None:
+        """As ``_work_loop``, taking what is waiting (up to ``batch``) per call."""
+        stop = False
+        while not stop:
+            job = self._runq.get()
+            if job is None:
+                return
+            jobs = [job]
+            while len(jobs) < self.batch:
+                try:
+                    job = self._runq.get_nowait()
+                except _queue.Empty:
+                    break
+                if job is None:  # this thread's stop sentinel: finish the batch, then stop
+                    stop = True
+                    break
+                jobs.append(job)
+            with self._cond:
+                self._running += len(jobs)
+            outs = self._handle_many(jobs)
+            with self._cond:
+                self._running -= len(jobs)
+                self._acks.extend(outs)
+                ring = self._parked
+                self._cond.notify_all()
+            if ring:
+                try:
+                    self.queue.client.lpush(self.doorbell, "1")
+                except CONNECTION_ERRORS:
+                    pass
+
+    def _handle_many(self, jobs: list[Job]) -> list[_Outcome]:
         try:
-            self.handler(job)
+            results = list(self.handler_many(jobs))
+            if len(results) != len(jobs):
+                raise TypeError(f"handler_many returned {len(results)} results for {len(jobs)} jobs")
+        except Exception as exc:
+            results = [exc] * len(jobs)
+        return [self._handle(job, _raiser(res)) for job, res in zip(jobs, results)]
+
+    def _handle(self, job: Job, handler=None) -> _Outcome:
+        try:
+            (handler or self.handler)(job)
         except Drop as exc:
             return _Outcome(job, "drop", error=str(exc))
         except Retry as exc:
