@@ -36,8 +36,25 @@ def score_many(scored: list[Guess]) -> None:
     and one round-entry upsert, whatever the batch size."""
     if not scored:
         return
-    Guess.objects.bulk_update(scored, SCORED_FIELDS)
+    update_scored(scored)
     add_to_entries(scored)
+
+
+def update_scored(scored: list[Guess]) -> None:
+    """One ``UPDATE … FROM (VALUES …)`` for the batch (PostgreSQL and SQLite
+    alike); ``bulk_update``'s CASE per field costs a hundred times the CPU."""
+    qn, pg = connection.ops.quote_name, connection.vendor == "postgresql"
+    t = qn(Guess._meta.db_table)
+    sql = (f"WITH v (id, total, breakdown, scored_at) AS (VALUES "
+           + ", ".join(["(%s, %s, %s, %s)"] * len(scored))
+           + f") UPDATE {t} SET {qn('status')} = %s, {qn('total')} = v.total, "
+           f"{qn('breakdown')} = v.breakdown{'::jsonb' if pg else ''}, {qn('scored_at')} = v.scored_at "
+           f"FROM v WHERE {t}.{qn('id')} = v.id")
+    field = Guess._meta.get_field("breakdown")
+    params = [v for g in scored for v in (g.id, g.total, field.get_db_prep_value(g.breakdown, connection),
+                                          connection.ops.adapt_datetimefield_value(g.scored_at))]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + [Guess.Status.SCORED])
 
 
 def add_to_entries(scored: list[Guess]) -> None:
