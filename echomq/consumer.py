@@ -56,6 +56,7 @@ CONNECTION_ERRORS = (Unavailable,)  # the core maps redis-py's errors to it (err
 # time, so a prefetched job waits about that long at most.
 PREFETCH_MAX = 64
 WAIT_BUDGET_S = 0.05
+DEFAULT_BATCH = 50  # most jobs in one handler_many call
 
 
 class ConsumerCrashed(EchoMQError):
@@ -89,6 +90,14 @@ def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
 _DEFAULT_BACKOFF = exponential_backoff()
 
 
+def _raiser(result):
+    """A one-job handler that gives ``result``: an exception is raised, anything else completes."""
+    def handler(job):
+        if isinstance(result, BaseException):
+            raise result
+    return handler
+
+
 class _Outcome:
     __slots__ = ("job", "kind", "delay_ms", "error")
 
@@ -109,17 +118,33 @@ class Consumer:
     claim); they are leased and heart-beaten while they wait, and handed back
     unstarted when the consumer stops. ``None`` (the default) adapts it to
     the handlers' speed; an int fixes it (0: claim only for idle threads).
+
+    Instead of ``handler``, ``handler_many(jobs)`` takes up to ``batch`` claimed
+    jobs at once (whatever is waiting when a thread is free, so a light load
+    still goes one by one) and returns one result per job, in order: None
+    (or any non-exception) completes that job; an exception (``Drop``,
+    ``Retry``, any other) settles it as if ``handler`` had raised it. If
+    ``handler_many`` itself raises, every job of the batch gets that outcome.
+    Each thread holds up to ``batch`` jobs, so ``concurrency * batch +
+    prefetch`` are claimed at most.
     """
 
-    def __init__(self, queue, handler, *, concurrency: int = 1, lease_ms: int = 30_000,
+    def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
+                 concurrency: int = 1, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int | None = None,
                  grace_ms: int = 10_000, name: str | None = None):
         if concurrency < 1 or (prefetch is not None and prefetch < 0) or lease_ms < 100 or beat_ms < 10 \
                 or max_attempts < 1:
             raise ValueError("need concurrency >= 1, prefetch >= 0 or None, lease_ms >= 100, beat_ms >= 10, "
                              "max_attempts >= 1")
+        if (handler is None) == (handler_many is None):
+            raise ValueError("give exactly one of handler and handler_many")
+        if batch is not None and (handler_many is None or batch < 1):
+            raise ValueError("batch is the size of a handler_many call: a whole number >= 1")
         self.queue = queue
         self.handler = handler
+        self.handler_many = handler_many
+        self.batch = 1 if handler_many is None else batch or DEFAULT_BATCH
         self.concurrency = concurrency
         self.adaptive = prefetch is None
         self.prefetch = 0 if prefetch is None else prefetch
@@ -135,7 +160,7 @@ class Consumer:
         self.name = name or f"{queue.name}/{self.id}"
         self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
 
-        self.capacity = concurrency + self.prefetch
+        self.capacity = concurrency * self.batch + self.prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
         # until half the prefetch is used up, so claims and acks go in batches
         # while the run queue still holds work for the threads.
@@ -243,7 +268,7 @@ class Consumer:
         else:
             target = min(PREFETCH_MAX, int(WAIT_BUDGET_S * self.concurrency / max(self._mean_s, 1e-6)))
         self.prefetch = target if target < self.prefetch else min(target, max(1, self.prefetch * 2))
-        self.capacity = self.concurrency + self.prefetch
+        self.capacity = self.concurrency * self.batch + self.prefetch
         self.refill_at = 1 if self.prefetch == 0 else max(1, (self.prefetch + 1) // 2)
         self.stats["prefetch_peak"] = max(self.stats["prefetch_peak"], self.prefetch)
 
@@ -372,27 +397,41 @@ class Consumer:
         self._heartbeat = hb
 
     def _work_loop(self) -> None:
-        while True:
+        stop = False
+        while not stop:
             job = self._runq.get()
             if job is None:
                 return
+            jobs = [job]
+            while len(jobs) < self.batch:  # with handler_many: whatever else is waiting
+                try:
+                    job = self._runq.get_nowait()
+                except _queue.Empty:
+                    break
+                if job is None:  # this thread's stop sentinel: finish the batch, then stop
+                    stop = True
+                    break
+                jobs.append(job)
             try:
-                self._work_one(job)
+                self._work(jobs)
             except BaseException as exc:
-                self._crash("worker", exc)  # the job stays leased: reaped after its lease
+                self._crash("worker", exc)  # the jobs stay leased: reaped after their lease
                 return
 
-    def _work_one(self, job: Job) -> None:
+    def _work(self, jobs: list[Job]) -> None:
         with self._cond:
-            self._running += 1
-            self._started[job.id] = start = time.monotonic()
-        out = self._handle(job)
-        took = time.monotonic() - start
+            self._running += len(jobs)
+            start = time.monotonic()
+            for job in jobs:
+                self._started[job.id] = start
+        outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
+        took = (time.monotonic() - start) / len(jobs)
         with self._cond:
-            self._running -= 1
-            self._started.pop(job.id, None)
+            self._running -= len(jobs)
+            for job in jobs:
+                self._started.pop(job.id, None)
             self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
-            self._acks.append(out)
+            self._acks.extend(outs)
             ring = self._parked
             self._cond.notify_all()
         if ring:
@@ -417,9 +456,18 @@ class Consumer:
             delay = None
         return delay if _valid_delay(delay) else _DEFAULT_BACKOFF(job.attempts)
 
-    def _handle(self, job: Job) -> _Outcome:
+    def _handle_many(self, jobs: list[Job]) -> list[_Outcome]:
         try:
-            self.handler(job)
+            results = list(self.handler_many(jobs))
+            if len(results) != len(jobs):
+                raise TypeError(f"handler_many returned {len(results)} results for {len(jobs)} jobs")
+        except BaseException as exc:  # as in _handle: the handler's failure is data
+            results = [exc] * len(jobs)
+        return [self._handle(job, _raiser(res)) for job, res in zip(jobs, results)]
+
+    def _handle(self, job: Job, handler=None) -> _Outcome:
+        try:
+            (handler or self.handler)(job)
         except Drop as exc:
             return _Outcome(job, "drop", error=_safe_text(exc))
         except Retry as exc:

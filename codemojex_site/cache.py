@@ -1,0 +1,103 @@
+"""Django's Redis cache on the EchoMQ Valkey, fit for sessions and lookups.
+
+Two differences from ``django.core.cache.backends.redis.RedisCache``:
+
+* The server is the one ``echomq.contrib.django.valkey_url()`` names, looked
+  up on first use rather than at settings import, so the embedded Valkey is
+  started only by a process that needs it, and a test that points EchoMQ at
+  another server (``reset_client``) moves the cache along with it.
+* A cache that cannot be reached is a miss, not a 500: reads answer the
+  default and writes are skipped, with one warning line at most every ten
+  seconds. Everything cached here (sessions under ``cached_db``, the logged-in
+  user and player) is also in the database, so pages keep working on the
+  database alone while Valkey is down.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import redis
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
+from django.core.cache.backends.redis import RedisCache
+
+log = logging.getLogger("codemojex.cache")
+
+DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+WARN_EVERY_S = 10.0
+
+
+class ValkeyCache(RedisCache):
+    _clients: dict = {}
+    _clients_lock = threading.Lock()
+    _warned_at = 0.0
+
+    def __init__(self, server, params):
+        super().__init__(server or "", params)
+
+    @property
+    def _cache(self):
+        """One client (with its connection pool) per Valkey URL per process,
+        shared by every thread's cache handle."""
+        from echomq.contrib.django import valkey_url
+
+        url = self._servers[0] if self._servers and self._servers[0] else valkey_url()
+        client = self._clients.get(url)
+        if client is None:
+            with self._clients_lock:
+                client = self._clients.setdefault(url, self._class([url], **self._options))
+        return client
+
+    def _down(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - ValkeyCache._warned_at >= WARN_EVERY_S:
+            ValkeyCache._warned_at = now
+            log.warning("cache unreachable (%s: %s); serving from the database", type(exc).__name__, exc)
+
+    def get(self, key, default=None, version=None):
+        try:
+            return super().get(key, default, version)
+        except DOWN as exc:
+            self._down(exc)
+            return default
+
+    def get_many(self, keys, version=None):
+        try:
+            return super().get_many(keys, version)
+        except DOWN as exc:
+            self._down(exc)
+            return {}
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            super().set(key, value, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+
+    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().add(key, value, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def set_many(self, data, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().set_many(data, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return list(data)
+
+    def delete(self, key, version=None):
+        try:
+            return super().delete(key, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def delete_many(self, keys, version=None):
+        try:
+            return super().delete_many(keys, version)
+        except DOWN as exc:
+            self._down(exc)
