@@ -55,11 +55,24 @@ def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
     return backoff
 
 
-class _Outcome:
-    __slots__ = ("job", "kind", "delay_ms", "error")
+class Observer:
+    """What a consumer reports as it works (metrics hang here; see
+    ``echomq.metrics``). Every method is a no-op; calls come from the
+    fetcher and worker threads and must be quick and never raise."""
 
-    def __init__(self, job: Job, kind: str, delay_ms: int = 0, error: str = ""):
+    def claimed(self, consumer, jobs) -> None: ...
+    def started(self, consumer, job) -> None: ...
+    def handled(self, consumer, job, seconds: float) -> None: ...
+    def settled(self, consumer, job, outcome: str) -> None: ...  # completed|dropped|retried|dead|stale
+    def reconnecting(self, consumer) -> None: ...
+
+
+class _Outcome:
+    __slots__ = ("job", "kind", "delay_ms", "error", "max_attempts")
+
+    def __init__(self, job: Job, kind: str, delay_ms: int = 0, error: str = "", max_attempts: int | None = None):
         self.job, self.kind, self.delay_ms, self.error = job, kind, delay_ms, error
+        self.max_attempts = max_attempts
 
 
 class Consumer:
@@ -78,7 +91,7 @@ class Consumer:
 
     def __init__(self, queue, handler, *, concurrency: int = 1, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int = 0,
-                 grace_ms: int = 10_000, name: str | None = None):
+                 grace_ms: int = 10_000, name: str | None = None, observer: Observer | None = None):
         if concurrency < 1 or prefetch < 0 or lease_ms < 100 or beat_ms < 10 or max_attempts < 1:
             raise ValueError("need concurrency >= 1, prefetch >= 0, lease_ms >= 100, beat_ms >= 10, "
                              "max_attempts >= 1")
@@ -91,6 +104,7 @@ class Consumer:
         self.backoff = backoff or exponential_backoff()
         self.beat_ms = beat_ms
         self.grace_ms = grace_ms
+        self.observer = observer or Observer()
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
         self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
@@ -149,6 +163,7 @@ class Consumer:
                     self._park()
             except CONNECTION_ERRORS as exc:
                 failures += 1
+                self.observer.reconnecting(self)
                 delay = min(5.0, 0.05 * 2 ** min(failures, 7)) * (0.5 + random.random() / 2)
                 log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
                             type(exc).__name__, delay)
@@ -184,7 +199,7 @@ class Consumer:
             self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
         for out in failed:
             self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
-                                 max_attempts=self.max_attempts, error=out.error)
+                                 max_attempts=out.max_attempts or self.max_attempts, error=out.error)
         if free > 0:
             self.queue.add_claim(batch, free, lease_ms=self.lease_ms)
         try:
@@ -211,6 +226,8 @@ class Consumer:
                 self._lost.discard(out.job.id)
             for job in jobs:
                 self._in_hand[job.id] = job
+        if jobs:
+            self.observer.claimed(self, jobs)
         for job in jobs:
             self._runq.put(job)
         return len(jobs), len(acks)
@@ -220,21 +237,26 @@ class Consumer:
         if isinstance(reply, Exception):
             if isinstance(reply, StaleToken) or str(reply).startswith("EMQSTALE"):
                 self.stats["stale"] += 1
+                self.observer.settled(self, job, "stale")
                 log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
                             self.name, out.kind, job.id, job.attempts)
                 return
             raise reply
         if out.kind == "complete":
             self.stats["completed"] += 1
+            self.observer.settled(self, job, "completed")
         elif out.kind == "drop":
             self.stats["dropped"] += 1
+            self.observer.settled(self, job, "dropped")
             log.info("consumer %s dropped %s: %s", self.name, job.id, out.error)
         elif reply in (b"dead", "dead"):
             self.stats["dead"] += 1
+            self.observer.settled(self, job, "dead")
             log.error("consumer %s dead-lettered %s after %d attempts: %s", self.name, job.id,
                       job.attempts, out.error.splitlines()[0] if out.error else "")
         elif reply in (b"scheduled", "scheduled"):
             self.stats["retried"] += 1
+            self.observer.settled(self, job, "retried")
             log.warning("consumer %s will retry %s in %dms (attempt %d): %s", self.name, job.id,
                         out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "")
 
@@ -267,7 +289,10 @@ class Consumer:
                 return
             with self._cond:
                 self._running += 1
+            self.observer.started(self, job)
+            began = time.monotonic()
             out = self._handle(job)
+            self.observer.handled(self, job, time.monotonic() - began)
             with self._cond:
                 self._running -= 1
                 self._acks.append(out)
@@ -286,7 +311,7 @@ class Consumer:
             return _Outcome(job, "drop", error=str(exc))
         except Retry as exc:
             delay = exc.delay_ms if exc.delay_ms is not None else self.backoff(job.attempts)
-            return _Outcome(job, "retry", delay, f"Retry: {exc}")
+            return _Outcome(job, "retry", delay, f"Retry: {exc}", exc.max_attempts)
         except Exception as exc:  # the handler's failure is data, not our crash
             text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             tb = traceback.format_exc(limit=8)

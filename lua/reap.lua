@@ -44,4 +44,6 @@ for _, id in ipairs(expired) do
     end
   end
 end
+-- lease expiries reaped, for the metrics endpoint (meta field 'reaped')
+if returned + dead > 0 then redis.call('HINCRBY', P .. 'meta', 'reaped', returned + dead) end
 return {returned, dead}
