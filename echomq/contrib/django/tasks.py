@@ -46,7 +46,7 @@ from datetime import datetime
 from inspect import signature
 
 from django.core import checks
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.tasks import TaskContext, TaskResult, TaskResultStatus
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import Task, TaskError
@@ -279,6 +279,13 @@ class EchoMQBackend(BaseTaskBackend):
         return result
 
 
+def tidy_connections() -> None:
+    """Drop unusable or expired database connections, as Django does around a
+    request; not inside an atomic block (a test calling the Runner directly)."""
+    if not any(c.in_atomic_block for c in connections.all(initialized_only=True)):
+        close_old_connections()
+
+
 class Runner:
     """The handler ``run_tasks`` gives each queue's Consumer: one job, one task call."""
 
@@ -310,7 +317,7 @@ class Runner:
             self._failed(job, key, now, int(base), exc)
         result = backend._result(task, job.id, now)
         task_started.send(type(backend), task_result=result)
-        close_old_connections()
+        tidy_connections()
         try:
             if task.takes_context:
                 value = task.call(TaskContext(task_result=result), *args, **kwargs)
@@ -320,7 +327,7 @@ class Runner:
         except Exception as exc:  # the task's failure is data: recorded, then retried
             self._failed(job, key, now, int(base), exc, task, result)
         finally:
-            close_old_connections()
+            tidy_connections()
         finished = timezone.now()
         _FINISH(client, (key,), (job.attempts, backend.result_ttl_ms, "status", "SUCCESSFUL",
                                  "finished_at", _iso(finished), "return", returned))
