@@ -25,6 +25,7 @@ from echomq import Drop, Job, Retry
 from echomq.contrib.django import get_client
 
 from . import leaderboard, notifications, settlement
+from . import metrics as game_metrics
 from .models import Guess, Round
 from .scoring import score_locked
 
@@ -78,6 +79,7 @@ def score_guess(job: Job) -> None:
     _stat("scored" if fresh else "redelivered")
     if fresh:
         log.info("scored %s for %s in %s: %s/600", guess.id, guess.player_id, rnd.id, guess.total)
+        game_metrics.scored(guess)
     leaderboard.record(rnd.id, guess.player_id, guess.id, guess.total)
     if rnd.kind == Round.Kind.CLASSIC and guess.total == 600 and rnd.status == Round.Status.OPEN:
         settlement.request_settlement(rnd.id, "perfect")

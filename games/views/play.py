@@ -23,6 +23,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import leaderboard, locks, rounds
+from .. import metrics as game_metrics
 from ..errors import SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
@@ -195,10 +196,12 @@ def guess(request, round_id: str):
     rnd = _get_round(round_id)
     form = GuessForm(request.POST)
     if not form.is_valid():
+        game_metrics.refused("form")
         return _form_refused(request, rnd, form)
     try:
         g = submit(request.player, rnd, form.emojis(), idempotency_key=form.cleaned_data["token"] or None)
     except SubmitError as err:
+        game_metrics.refused(err.code)
         return _refused(request, rnd, err, form.slots())
     messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {amount(g.price, g.currency)}.")
     return HttpResponseRedirect(_round_url(rnd, form.slots()))

@@ -24,6 +24,10 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         queue = get_queue(o["queue"])
         observer = start_metrics(o["metrics_port"])
+        if observer:
+            from games.metrics import export_scoring
+
+            export_scoring()
         self.stdout.write(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
                           f"lease_ms={o['lease_ms']} prefetch={o['prefetch']} valkey={valkey_url()} "
                           f"db={describe_db()}", ending="\n")
