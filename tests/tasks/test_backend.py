@@ -175,3 +175,59 @@ def test_results_are_found_through_any_configured_queue(settings):
     assert backend.queues == {"default", "cm.tasks", "other"}
     result = jobs.add.enqueue(1, 2)
     assert backend.get_result(result.id).task.queue_name == "default"
+
+
+def test_aenqueue_and_aget_result():
+    import asyncio
+
+    async def go():
+        result = await jobs.add.aenqueue(4, 5)
+        return result, await jobs.add.aget_result(result.id)
+
+    result, again = asyncio.run(go())
+    assert again.id == result.id and again.status == "READY" and again.args == [4, 5]
+
+
+def test_check_reports_ill_formed_queue_names_and_options(settings):
+    settings.TASKS = {"default": {**settings.TASKS["default"], "QUEUES": ["default", "no spaces"],
+                                  "OPTIONS": {"MAX_ATTEMPTS": 0}}}
+    assert sorted(e.id for e in task_backends["default"].check()) == ["echomq.E001", "echomq.E002"]
+
+
+def test_a_task_that_cannot_be_imported_fails_like_a_raising_one(valkey):
+    result = jobs.add.enqueue(1, 1)
+    key = f"emq:{{default}}:job:{result.id}"
+    import json
+
+    record = json.loads(valkey.hget(key, "payload"))
+    valkey.hset(key, "payload", json.dumps({**record, "task": "tests.tasks.jobs.gone"}))
+    assert run_pending("default", Runner(backend())) == ["scheduled"]  # retried, as deploys can lag
+    result.refresh()
+    assert result.status == "READY" and result.errors[0].exception_class is ImportError
+    valkey.hset(f"emq:{{default}}:task:{result.id}", "task", "tests.tasks.jobs.gone")
+    with pytest.raises(TaskResultDoesNotExist, match="no longer a task"):
+        backend().get_result(result.id)
+
+
+def test_the_result_scripts_run_on_redis7(settings):
+    """The task's two scripts on the machine's Redis 7.0 (db 15), as the queue's are."""
+    import redis as redis_py
+
+    from echomq.contrib import django as emq_django
+    from tests.conftest import REDIS7_URL
+
+    client = redis_py.Redis.from_url(REDIS7_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis_py.exceptions.ConnectionError:
+        pytest.skip(f"no Redis at {REDIS7_URL}")
+    client.flushdb()
+    emq_django.reset_client(REDIS7_URL)
+    try:
+        result = jobs.which_attempt.enqueue("r7")
+        assert run_pending("default", Runner(backend())) == ["completed"]
+        again = backend().get_result(result.id)
+        assert (again.status, again.return_value) == ("SUCCESSFUL", {"label": "r7", "attempt": 1})
+    finally:
+        client.flushdb()
+        client.close()

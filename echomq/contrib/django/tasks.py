@@ -115,6 +115,9 @@ def json_exact(value, what: str) -> str:
 # start: KEYS result, job row; ARGV token, worker, now, ttl_ms, then fields to
 # fill when missing (the record expired while the job waited).
 _START = Script("task_start", """
+if not tonumber(ARGV[1]) or not tonumber(ARGV[4]) or #ARGV % 2 ~= 0 then
+  return redis.error_reply('EMQARG task_start: token and ttl must be numbers, fields in pairs')
+end
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'SUCCESSFUL' then return {status, '0', {}} end
 for i = 5, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
@@ -129,6 +132,9 @@ return {'RUNNING', redis.call('HGET', KEYS[2], 'base') or '0', redis.call('HGETA
 # finish: KEYS result; ARGV token, ttl_ms, then fields. Only the holder of the
 # latest start writes, and a SUCCESSFUL record is final.
 _FINISH = Script("task_finish", """
+if not tonumber(ARGV[1]) or not tonumber(ARGV[2]) or #ARGV % 2 ~= 0 or #ARGV < 4 then
+  return redis.error_reply('EMQARG task_finish: token and ttl must be numbers, fields in pairs')
+end
 if redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[1] then return 0 end
 if redis.call('HGET', KEYS[1], 'status') == 'SUCCESSFUL' then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 3))
@@ -250,8 +256,11 @@ class EchoMQBackend(BaseTaskBackend):
                 record = {k.decode(): v.decode() for k, v in raw.items()}
                 if record["status"] not in FINISHED and state == b"dead":
                     record = self._reaped(record, (last_error or b"").decode())
-                task = import_string(record["task"])
-                if not isinstance(task, Task):
+                try:
+                    task = import_string(record["task"])
+                except ImportError:
+                    task = None
+                if not isinstance(task, Task):  # no Task, no TaskResult to build
                     raise TaskResultDoesNotExist(f"{result_id}: {record['task']} is no longer a task")
                 return self._result(task, result_id, record)
         raise TaskResultDoesNotExist(result_id)

@@ -35,6 +35,8 @@ class Command(BaseCommand):
             raise CommandError(f"not in TASKS[{o['backend']!r}]['QUEUES']: {', '.join(unknown)}")
         if o["concurrency"] < 1:
             raise CommandError("--concurrency must be at least 1")
+        if o["lease_ms"] is not None and o["lease_ms"] < 100:
+            raise CommandError("--lease-ms must be at least 100")
         observer = None
         if o["metrics_port"]:
             from echomq.metrics import ConsumerMetrics
