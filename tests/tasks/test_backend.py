@@ -231,3 +231,19 @@ def test_the_result_scripts_run_on_redis7(settings):
     finally:
         client.flushdb()
         client.close()
+
+
+def test_a_job_the_reaper_dead_letters_reads_failed():
+    """Its worker died every time, so nobody wrote the result: get_result
+    reads the job's dead state and says FAILED, with the reaper's reason."""
+    from echomq.contrib.django.tasks import WorkerLost
+
+    result = jobs.add.enqueue(1, 1)
+    q = get_queue("default")
+    job = q.claim(lease_ms=1)  # claimed by a worker that dies at once
+    from tests.games.procs import wait_for
+
+    wait_for(lambda: q.reap(max_stalls=0) == 1, timeout=10, what="the lease to expire")
+    result.refresh()
+    assert job.id == result.id and result.status == "FAILED"
+    assert result.errors[-1].exception_class is WorkerLost and "stalled" in result.errors[-1].traceback

@@ -231,7 +231,10 @@ class EchoMQBackend(BaseTaskBackend):
             queue.enqueue(json.dumps(record, separators=(",", ":")), job_id=job_id, lane=lane,
                           delay_ms=delay_ms)
         except BaseException:
-            queue.client.delete(key)
+            try:
+                queue.client.delete(key)  # no job, so no result either
+            except Exception:
+                log.warning("task %s: enqueue failed and its READY record stays until it expires", job_id)
             raise
         result = self._result(task, job_id, record)
         task_enqueued.send(type(self), task_result=result)
@@ -317,14 +320,14 @@ class Runner:
         if status == b"SUCCESSFUL":
             log.info("task %s already succeeded; acknowledging the redelivery", job.id)
             return
-        now = {flat[i].decode(): flat[i + 1].decode() for i in range(0, len(flat), 2)}
+        current = {flat[i].decode(): flat[i + 1].decode() for i in range(0, len(flat), 2)}
         try:
             task = import_string(record["task"])
             if not isinstance(task, Task):
                 raise InvalidTask(f"{record['task']} is not a task")
         except Exception as exc:  # deploy skew or a typo: fails like the task would
-            self._failed(job, key, now, int(base), exc)
-        result = backend._result(task, job.id, now)
+            self._failed(job, key, current, int(base), exc)
+        result = backend._result(task, job.id, current)
         task_started.send(type(backend), task_result=result)
         tidy_connections()
         try:
@@ -334,7 +337,7 @@ class Runner:
                 value = task.call(*args, **kwargs)
             returned = json_exact(value, "the return value")
         except Exception as exc:  # the task's failure is data: recorded, then retried
-            self._failed(job, key, now, int(base), exc, task, result)
+            self._failed(job, key, current, int(base), exc, task, result)
         finally:
             tidy_connections()
         finished = timezone.now()
