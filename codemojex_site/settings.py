@@ -160,6 +160,20 @@ LOGOUT_REDIRECT_URL = "login"
 ECHOMQ = {
     "URL": env.str("VALKEY_URL", default=""),
     "EMBEDDED_DIR": str(VAR_DIR / "valkey"),
+    # /metrics (Prometheus): a staff login, or "Authorization: Bearer <this>".
+    "METRICS_TOKEN": env.str("METRICS_TOKEN", default=""),
+    # Extra collectors the endpoint serves (the game's figures kept in Valkey).
+    "METRICS_COLLECTORS": ["games.metrics.GameCollector"],
+}
+
+# Django's Tasks framework on EchoMQ: each queue name is an EchoMQ queue, and
+# `manage.py run_tasks` is the worker. The game's notifications run here.
+TASKS = {
+    "default": {
+        "BACKEND": "echomq.contrib.django.tasks.EchoMQBackend",
+        "QUEUES": ["default", "cm.tasks"],
+        "OPTIONS": {"RESULT_TTL": env.int("TASK_RESULT_TTL", default=86_400)},
+    },
 }
 
 # Production hardening; `manage.py check --deploy` passes with DEBUG off.

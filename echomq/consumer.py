@@ -98,11 +98,30 @@ def _raiser(result):
     return handler
 
 
-class _Outcome:
-    __slots__ = ("job", "kind", "delay_ms", "error")
+class Observer:
+    """What a consumer reports as it works (metrics hang here; see
+    ``echomq.metrics``). Every method is a no-op; calls come from the
+    fetcher and worker threads and must be quick and never raise."""
 
-    def __init__(self, job: Job, kind: str, delay_ms: int = 0, error: str = ""):
+    def claimed(self, consumer, jobs) -> None: ...
+    def started(self, consumer, job) -> None: ...
+    def handled(self, consumer, job, seconds: float) -> None: ...
+    def settled(self, consumer, job, outcome: str) -> None: ...  # completed|dropped|retried|dead|stale|cancelled
+    def reconnecting(self, consumer) -> None: ...
+
+
+def _valid_attempts(value) -> int | None:
+    """A handler's own ``Retry.max_attempts`` when it is a whole number >= 1, else None."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_MS
+    return value if ok else None
+
+
+class _Outcome:
+    __slots__ = ("job", "kind", "delay_ms", "error", "max_attempts")
+
+    def __init__(self, job: Job, kind: str, delay_ms: int = 0, error: str = "", max_attempts: int | None = None):
         self.job, self.kind, self.delay_ms, self.error = job, kind, delay_ms, error
+        self.max_attempts = max_attempts
 
 
 class Consumer:
@@ -132,7 +151,7 @@ class Consumer:
     def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
                  concurrency: int = 1, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int | None = None,
-                 grace_ms: int = 10_000, name: str | None = None):
+                 grace_ms: int = 10_000, name: str | None = None, observer: Observer | None = None):
         if concurrency < 1 or (prefetch is not None and prefetch < 0) or lease_ms < 100 or beat_ms < 10 \
                 or max_attempts < 1:
             raise ValueError("need concurrency >= 1, prefetch >= 0 or None, lease_ms >= 100, beat_ms >= 10, "
@@ -156,6 +175,7 @@ class Consumer:
         self.backoff = backoff or exponential_backoff()
         self.beat_ms = beat_ms
         self.grace_ms = grace_ms
+        self.observer = observer or Observer()
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
         self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
@@ -232,6 +252,7 @@ class Consumer:
                     self._park()
             except CONNECTION_ERRORS as exc:
                 failures += 1
+                self.observer.reconnecting(self)
                 delay = min(5.0, 0.05 * 2 ** min(failures, 7)) * (0.5 + random.random() / 2)
                 log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
                             type(exc).__name__, delay)
@@ -313,7 +334,7 @@ class Consumer:
             self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
         for out in failed:
             self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
-                                 max_attempts=self.max_attempts, error=out.error)
+                                 max_attempts=out.max_attempts or self.max_attempts, error=out.error)
         if free > 0:
             self.queue.add_claim(batch, free, lease_ms=self.lease_ms, consumer=self.id)
         try:
@@ -338,6 +359,8 @@ class Consumer:
                 self._lost.discard(out.job.id)
             for job in jobs:
                 self._in_hand[job.id] = job
+        if jobs:
+            self.observer.claimed(self, jobs)
         for job in jobs:
             self._runq.put(job)
         return len(jobs), len(acks)
@@ -346,10 +369,12 @@ class Consumer:
         job = out.job
         if isinstance(reply, StaleToken):
             self.stats["stale"] += 1
+            self.observer.settled(self, job, "stale")
             log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
                         self.name, out.kind, job.id, job.attempts)
         elif isinstance(reply, Cancelled):
             self.stats["cancelled"] += 1
+            self.observer.settled(self, job, "cancelled")
             log.info("consumer %s: %s %s refused, the job was cancelled", self.name, out.kind, job.id)
         elif isinstance(reply, Exception):
             # Not settled; the job stays leased until the reaper returns it.
@@ -361,15 +386,19 @@ class Consumer:
             log.info("consumer %s: %s %s: the job was gone (removed)", self.name, out.kind, job.id)
         elif out.kind == "complete":
             self.stats["completed"] += 1
+            self.observer.settled(self, job, "completed")
         elif out.kind == "drop":
             self.stats["dropped"] += 1
+            self.observer.settled(self, job, "dropped")
             log.info("consumer %s dropped %s: %s", self.name, job.id, out.error)
         elif reply in (b"dead", "dead"):
             self.stats["dead"] += 1
+            self.observer.settled(self, job, "dead")
             log.error("consumer %s dead-lettered %s after %d attempts: %s", self.name, job.id,
                       job.attempts, out.error.splitlines()[0] if out.error else "")
         elif reply in (b"scheduled", "scheduled"):
             self.stats["retried"] += 1
+            self.observer.settled(self, job, "retried")
             log.warning("consumer %s will retry %s in %dms (attempt %d): %s", self.name, job.id,
                         out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "")
 
@@ -424,8 +453,12 @@ class Consumer:
             start = time.monotonic()
             for job in jobs:
                 self._started[job.id] = start
+        for job in jobs:
+            self.observer.started(self, job)
         outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
         took = (time.monotonic() - start) / len(jobs)
+        for job in jobs:
+            self.observer.handled(self, job, took)
         with self._cond:
             self._running -= len(jobs)
             for job in jobs:
@@ -471,7 +504,8 @@ class Consumer:
         except Drop as exc:
             return _Outcome(job, "drop", error=_safe_text(exc))
         except Retry as exc:
-            return _Outcome(job, "retry", self._delay(job, exc.delay_ms), _safe_text(exc))
+            return _Outcome(job, "retry", self._delay(job, exc.delay_ms), _safe_text(exc),
+                            _valid_attempts(exc.max_attempts))
         except Cancelled as exc:
             if job.cancelled:  # cancelled, or the lease was lost: the result would be refused
                 return _Outcome(job, "cancelled", error=_safe_text(exc))

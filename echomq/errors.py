@@ -68,11 +68,14 @@ class Unavailable(EchoMQError, redis.exceptions.ConnectionError):
 
 class Retry(Exception):
     """Raised by a handler to ask for a retry, optionally after ``delay_ms``
-    (a non-negative integer; anything else falls back to the backoff)."""
+    (a non-negative integer; anything else falls back to the backoff);
+    ``max_attempts`` overrides the consumer's for this job (a task's own)."""
 
-    def __init__(self, reason: str = "retry requested", delay_ms: int | None = None):
+    def __init__(self, reason: str = "retry requested", delay_ms: int | None = None, *,
+                 max_attempts: int | None = None):
         super().__init__(reason)
         self.delay_ms = delay_ms
+        self.max_attempts = max_attempts
 
 
 class Drop(Exception):

@@ -45,6 +45,7 @@ from django.utils import timezone
 from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
+from . import metrics as game_metrics
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
 from .models import Guess, LedgerEntry, Lock, Player, Round
@@ -168,6 +169,7 @@ def enqueue(guess: Guess) -> str | None:
     """Put the guess's job on its player's lane; never raises. Returns the
     queue's answer, or None when Valkey could not be reached (the guess then
     stays queued in the database and the relay sends it later)."""
+    game_metrics.submitted()  # runs once per committed guess
     try:
         _, status = get_queue(QUEUE).enqueue(payload(guess), job_id=guess.job_id, lane=guess.player_id)
         return status

@@ -1,32 +1,22 @@
-"""In-app notifications, created by the ``cm.notify`` consumer.
+"""In-app notifications, created by the ``games.tasks.notify`` task.
 
-After a round closes, settlement enqueues one job per participant. Job ids
-are derived from (player, round, kind), so a redelivered settle job's
-requests collapse at admission while the first ones are still queued, and
-the ``Notification`` unique constraint on (player, round, kind) makes the
-handler idempotent after that. Payloads carry ids only.
+After a round closes, settlement asks for one task per participant,
+enqueued with ``transaction.on_commit`` (so a rolled-back settlement asks
+for nothing) on the ``cm.tasks`` queue, each on its player's lane. A
+redelivered settle job asks again; the ``Notification`` unique constraint
+on (player, round, kind) makes delivery idempotent, so the extra tasks
+change nothing. Arguments carry ids only.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
+from functools import partial
 
 from django.db import IntegrityError, transaction
-
-from echomq import ids
-from echomq.contrib.django import get_queue
 
 from .models import Guess, LedgerEntry, Notification, Player, Round, RoundEntry
 
 log = logging.getLogger("games.notifications")
-
-QUEUE = "cm.notify"
-
-
-def notify_job_id(player_id: str, round_id: str, kind: str) -> str:
-    digest = hashlib.sha256(f"{player_id}|{round_id}|{kind}".encode()).digest()
-    return ids.encode("JOB", int.from_bytes(digest[:8], "big") & ids.MAX_N)
 
 
 def _kind_for(rnd: Round) -> str | None:
@@ -38,23 +28,26 @@ def _kind_for(rnd: Round) -> str | None:
 
 
 def enqueue_for_round(round_id: str) -> int:
-    """Ask for a notification to every participant of a closed round.
-    Never raises: a lost request is re-made by the next settle delivery."""
+    """Ask (on commit) for a notification to every participant of a closed
+    round; answers how many were asked for. Never raises: a lost request is
+    re-made by the next settle delivery."""
     rnd = Round.objects.filter(pk=round_id).first()
     kind = rnd and _kind_for(rnd)
     if not kind:
         return 0
     players = sorted(set(Guess.objects.filter(round_id=round_id).values_list("player_id", flat=True)))
-    items = [{"payload": json.dumps({"player": p, "round": round_id, "kind": kind}).encode(),
-              "job_id": notify_job_id(p, round_id, kind), "lane": p} for p in players]
-    if not items:
-        return 0
+    for player_id in players:
+        transaction.on_commit(partial(_send, player_id, round_id, str(kind)))
+    return len(players)
+
+
+def _send(player_id: str, round_id: str, kind: str) -> None:
+    from .tasks import notify
+
     try:
-        answers = get_queue(QUEUE).enqueue_many(items)
+        notify.enqueue(player_id, round_id, kind)
     except Exception as exc:
-        log.warning("notifications for %s not sent (%s: %s)", round_id, type(exc).__name__, exc)
-        return 0
-    return sum(1 for _, status in answers if status != "duplicate")
+        log.warning("notification for %s in %s not sent (%s: %s)", player_id, round_id, type(exc).__name__, exc)
 
 
 def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:

@@ -32,6 +32,7 @@ from echomq import Drop, Job, Retry
 from echomq.contrib.django import get_client
 
 from . import leaderboard, notifications, settlement
+from . import metrics as game_metrics
 from .models import Guess, Round
 from .scoring import apply_score, score_many
 
@@ -86,6 +87,8 @@ def score_guesses(jobs: list[Job]) -> list[BaseException | None]:
         return [results.get(j.id) if isinstance(results.get(j.id), Drop) else retry for j in jobs]
     except Exception as exc:  # a bug or a constraint: every job of the batch retries with it
         return [results.get(j.id) if isinstance(results.get(j.id), Drop) else exc for j in jobs]
+    for g, _ in fresh:
+        game_metrics.scored(g)
     counters = {"deliveries": sum(len(js) for js in named.values()), "scored": len(fresh), "redelivered": len(again)}
     try:
         leaderboard.record_many([(rnd.pk, g.player_id, g.id, g.total) for g, rnd in fresh + again],

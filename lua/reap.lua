@@ -58,4 +58,6 @@ for _, id in ipairs(expired) do
   end
 end
 if dead > 0 then keep_dead(P, now) end
+-- lease expiries reaped, for the metrics endpoint (meta field 'reaped')
+if returned + dead > 0 then redis.call('HINCRBY', P .. 'meta', 'reaped', returned + dead) end
 return {returned, dead}

@@ -19,6 +19,23 @@ def describe_db() -> str:
     return f"{db['ENGINE'].rsplit('.', 1)[-1]}:{db.get('NAME')}"
 
 
+def add_metrics_argument(parser) -> None:
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="export this process's Prometheus metrics on 127.0.0.1:PORT")
+
+
+def start_metrics(port: int | None):
+    """A ConsumerMetrics observer exported on ``port``; None when no port."""
+    if not port:
+        return None
+    from echomq.metrics import ConsumerMetrics, serve
+
+    observer = ConsumerMetrics()
+    serve(port)
+    log.info("metrics on 127.0.0.1:%d/metrics", port)
+    return observer
+
+
 def run_consumers(consumers) -> bool:
     """Run until SIGTERM/SIGINT; False when a consumer died on its own."""
     if len(consumers) == 1:

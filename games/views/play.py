@@ -24,6 +24,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import leaderboard, locks, rounds
+from .. import metrics as game_metrics
 from ..errors import RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
@@ -197,12 +198,14 @@ def guess(request, round_id: str):
     costs); a refused one reads it again to show the page with the reason."""
     form = GuessForm(request.POST)
     if not form.is_valid():
+        game_metrics.refused("form")
         return _form_refused(request, _get_round(round_id), form)
     try:
         g = submit(request.player, round_id, form.emojis(), idempotency_key=form.cleaned_data["token"] or None)
     except RoundNotFound:
         raise Http404("That round does not exist.") from None
     except SubmitError as err:
+        game_metrics.refused(err.code)
         return _refused(request, _get_round(round_id), err, form.slots())
     messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {amount(g.price, g.currency)}.")
     return HttpResponseRedirect(_round_url(round_id, form.slots()))

@@ -1,6 +1,6 @@
 """A live Codemojex for Playwright: gunicorn serving the site with DEBUG
 off (static files collected and served by WhiteNoise) plus real score
-worker, notifier and reaper processes, all on the test database and the
+worker, notifier, task worker and reaper processes, all on the test database and the
 session's test Valkey; and the system Chromium (never a downloaded one).
 
 Tests here use ``transactional_db`` so what they create is committed and the
@@ -68,7 +68,7 @@ def _get_ok(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def live(django_db_setup, valkey_server, tmp_path_factory):
-    """gunicorn + score worker + notifier + reaper against the test database,
+    """gunicorn + score worker + notifier + task worker + reaper against the test database,
     per module: they must be gone before other tests run, or these workers
     would score and settle those tests' rounds."""
     logs = tmp_path_factory.mktemp("live-logs")
@@ -86,6 +86,7 @@ def live(django_db_setup, valkey_server, tmp_path_factory):
     procs = [
         Proc(["run_scoreworker", "--concurrency", "2"], valkey_server.url, logs, "score"),
         Proc(["run_notifier"], valkey_server.url, logs, "notify"),
+        Proc(["run_tasks"], valkey_server.url, logs, "tasks"),
         Proc(["run_reaper", "--interval-ms", "200"], valkey_server.url, logs, "reaper"),
     ]
     url = f"http://127.0.0.1:{port}"

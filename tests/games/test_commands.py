@@ -65,7 +65,7 @@ def test_create_round_grant_and_rebuild(make_player, emoji_set):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_worker_processes_score_settle_and_notify(valkey_server, make_player, make_round, tmp_path):
-    """Real processes: scoreworker, notifier, reaper. A perfect classic guess
+    """Real processes: scoreworker, notifier, task worker, reaper. A perfect classic guess
     closes its round; a blind round closes on its timer; a guess sent while
     its enqueue was lost is relayed; SIGTERM stops everything cleanly."""
     a, b = make_player(keys=10), make_player(keys=10)
@@ -74,6 +74,7 @@ def test_worker_processes_score_settle_and_notify(valkey_server, make_player, ma
     procs = [
         Proc(["run_scoreworker", "--concurrency", "2", "--lease-ms", "3000"], valkey_server.url, tmp_path, "score"),
         Proc(["run_notifier"], valkey_server.url, tmp_path, "notify"),
+        Proc(["run_tasks"], valkey_server.url, tmp_path, "tasks"),
         Proc(["run_reaper", "--interval-ms", "200", "--relay-after-s", "1"], valkey_server.url, tmp_path, "reaper"),
     ]
     try:
@@ -92,6 +93,6 @@ def test_worker_processes_score_settle_and_notify(valkey_server, make_player, ma
     finally:
         codes = [p.terminate() for p in procs]
     logs = "\n".join(p.output() for p in procs)
-    assert codes == [0, 0, 0], logs
+    assert codes == [0, 0, 0, 0], logs
     assert "scored" in procs[0].output() and "stopped" in procs[0].output()
     assert "Traceback" not in logs, logs

@@ -1,17 +1,19 @@
 """Settlement: payouts, the blind reveal, exactly once under racing closers,
-voiding with refunds, notifications through cm.notify."""
+voiding with refunds, notifications through the notify task."""
 import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.tasks import task_backends
 from django.utils import timezone
 
 from echomq.contrib.django import get_queue
-from games import rounds, settlement, wallet
+from echomq.contrib.django.tasks import Runner
+from games import notifications, rounds, settlement, tasks, wallet
 from games.guesses import submit
 from games.models import LedgerEntry, Notification, Round, RoundEntry
-from games.workers import notify, score_guess, settle
+from games.workers import score_guess, settle
 
 from .conftest import drain, queue_depth
 from .test_worker import job_for
@@ -178,19 +180,46 @@ def test_timer_sweep_closes_due_rounds(make_player, make_round):
     assert settlement.close_due_rounds() == 0
 
 
-def test_notifications_are_created_once_through_cm_notify(make_player, make_round):
+def test_notifications_are_created_once_through_the_notify_task(make_player, make_round,
+                                                               django_capture_on_commit_callbacks):
     a, b = make_player(), make_player()
     rnd = make_round(secret=S, prize_pool=40, title="Demo")
     score_guess(job_for(submit(a, rnd, S)))
     score_guess(job_for(submit(b, rnd, MISSES)))
-    settlement.settle_round(rnd.pk, force=True)
-    settlement.settle_round(rnd.pk, force=True)  # a redelivered settle re-asks: collapses
-    assert queue_depth("cm.notify") == 2
-    assert drain("cm.notify", notify)["completed"] == 2
-    settlement.settle_round(rnd.pk, force=True)  # after delivery: new jobs, same notifications
-    drain("cm.notify", notify)
+    with django_capture_on_commit_callbacks(execute=True) as asked:
+        settlement.settle_round(rnd.pk, force=True)
+        settlement.settle_round(rnd.pk, force=True)  # a redelivered settle asks again
+    assert len(asked) == 4 and queue_depth(tasks.QUEUE) == 4
+    assert get_queue(tasks.QUEUE).counts()["lanes"] == 2  # one lane per player
+    seen = drain(tasks.QUEUE, Runner(task_backends["default"]))
+    results = [tasks.notify.get_result(k.rsplit(":", 1)[1]) for k in get_queue(tasks.QUEUE).keys() if ":task:" in k]
+    assert seen["completed"] == 4, [r.errors for r in results]
+    assert sorted(r.status for r in results) == ["SUCCESSFUL"] * 4
     notes = {n.player_id: n for n in Notification.objects.filter(round=rnd)}
-    assert len(notes) == 2
+    assert len(notes) == 2  # four tasks, one notification per player
     assert "won 40 diamonds" in notes[a.pk].text and notes[a.pk].data["prize"] == 40
     assert notes[b.pk].data == {"prize": 0, "best_total": 0, "rank": None}
-    assert get_queue("cm.notify").counts()["dead"] == 0
+    assert get_queue(tasks.QUEUE).counts()["dead"] == 0
+
+
+def test_a_notify_task_records_its_notification_and_a_rollback_asks_for_none(make_player, make_round,
+                                                                            django_capture_on_commit_callbacks):
+    a = make_player()
+    rnd = make_round(secret=S, prize_pool=10)
+    score_guess(job_for(submit(a, rnd, S)))
+    settlement.settle_round(rnd.pk, force=True)
+    with django_capture_on_commit_callbacks(execute=True) as asked:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            notifications.enqueue_for_round(rnd.pk)
+            raise RuntimeError("rolled back")
+    assert asked == [] and queue_depth(tasks.QUEUE) == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert notifications.enqueue_for_round(rnd.pk) == 1
+    q = get_queue(tasks.QUEUE)
+    [job_id] = [k.rsplit(":", 1)[1] for k in q.keys() if ":job:" in k]
+    result = tasks.notify.get_result(job_id)
+    assert result.args == [a.pk, rnd.pk, "settled"] and q.job(job_id)["lane"] == a.pk
+    drain(tasks.QUEUE, Runner(task_backends["default"]))
+    result.refresh()
+    assert result.status == "SUCCESSFUL"
+    assert result.return_value == Notification.objects.get(player=a, round=rnd).pk

@@ -6,7 +6,10 @@ The queue pages (staff only) are mounted with
 ``path("admin/queues/", include("echomq.contrib.django.urls"))`` before
 ``admin.site.urls``. They list ``ECHOMQ["QUEUES"]`` (optional) plus every
 queue found by a SCAN for ``emq:{q}:meta|pending|active|schedule|dead|lanes``
-keys; ``ECHOMQ["DISCOVER_QUEUES"] = False`` turns the SCAN off."""
+keys; ``ECHOMQ["DISCOVER_QUEUES"] = False`` turns the SCAN off.
+
+Also here: ``tasks`` (EchoMQ as the backend of Django's ``TASKS``, worker
+``manage.py run_tasks``) and ``metrics`` (the ``/metrics`` view)."""
 from __future__ import annotations
 
 import threading

@@ -8,8 +8,9 @@ from django.db import close_old_connections
 
 from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
-from games import guesses, notifications, settlement
-from games.management.runner import describe_db
+from games import guesses, settlement, tasks
+from games.management.commands.run_notifier import LEGACY_NOTIFY
+from games.management.runner import add_metrics_argument, describe_db
 
 
 class Every:
@@ -29,7 +30,7 @@ class Every:
 
 
 class Command(BaseCommand):
-    help = "Run the reaper over cm, cm.settle and cm.notify, with the game's periodic tasks."
+    help = "Run the reaper over cm, cm.settle, cm.notify and cm.tasks, with the game's periodic tasks."
 
     def add_arguments(self, parser):
         parser.add_argument("--interval-ms", type=int, default=500)
@@ -38,6 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--relay-after-s", type=float, default=5.0,
                             help="re-send guesses still queued after this long")
         parser.add_argument("--sweep-every-s", type=float, default=1.0)
+        add_metrics_argument(parser)
 
     def handle(self, *args, **o):
         after = timedelta(seconds=o["relay_after_s"])
@@ -48,11 +50,17 @@ class Command(BaseCommand):
         def close_due_rounds():
             return settlement.close_due_rounds()
 
-        tasks = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
-                 Every(close_due_rounds, o["sweep_every_s"])]
-        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, notifications.QUEUE)]
+        periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
+                    Every(close_due_rounds, o["sweep_every_s"])]
+        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE)]
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         self.stdout.flush()
-        Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=tasks).run()
+        reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
+        if o["metrics_port"]:
+            from echomq.metrics import ReaperMetrics, serve
+
+            ReaperMetrics().wrap(reaper)
+            serve(o["metrics_port"])
+        reaper.run()
         self.stdout.write("reaper stopped")

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from echomq import Consumer
 from echomq.contrib.django import get_queue, valkey_url
 from games.guesses import QUEUE
-from games.management.runner import describe_db, run_consumers
+from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
 from games.workers import score_guesses
 
 
@@ -27,9 +27,15 @@ class Command(BaseCommand):
         parser.add_argument("--max-attempts", type=int, default=10,
                             help="deliveries before a failing job is dead-lettered")
         parser.add_argument("--beat-ms", type=int, default=1_000)
+        add_metrics_argument(parser)
 
     def handle(self, *args, **o):
         queue = get_queue(o["queue"])
+        observer = start_metrics(o["metrics_port"])
+        if observer:
+            from games.metrics import export_scoring
+
+            export_scoring()
         self.stdout.write(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
                           f"lease_ms={o['lease_ms']} batch={o['batch']} prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
                           f"db={describe_db()}", ending="\n")
@@ -37,5 +43,5 @@ class Command(BaseCommand):
         run_consumers([Consumer(queue, handler_many=score_guesses, batch=o["batch"],
                                 concurrency=o["concurrency"], lease_ms=o["lease_ms"],
                                 prefetch=o["prefetch"], max_attempts=o["max_attempts"], beat_ms=o["beat_ms"],
-                                name=f"scoreworker/{queue.name}")])
+                                name=f"scoreworker/{queue.name}", observer=observer)])
         self.stdout.write("score worker stopped")

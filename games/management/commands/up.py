@@ -1,5 +1,5 @@
 """``./dev run``: migrate, seed the demo, then run web, score worker(s),
-notifier and reaper as child processes until Ctrl-C / SIGTERM.
+notifier (settlement), the task worker (notifications) and reaper as child processes until Ctrl-C / SIGTERM.
 
 A small supervisor, not a production process manager: a child that exits on
 its own is logged and restarted after a second; SIGTERM/SIGINT is passed to
@@ -18,7 +18,7 @@ from echomq.contrib.django import valkey_url
 
 
 class Command(BaseCommand):
-    help = "Run the whole demo: migrate, seed, web + score workers + notifier + reaper."
+    help = "Run the whole demo: migrate, seed, web + score workers + notifier + task worker + reaper."
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8000)))
@@ -48,6 +48,7 @@ class Command(BaseCommand):
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         specs = {f"scoreworker{i + 1}": manage + ["run_scoreworker"] for i in range(o["scoreworkers"])}
         specs["notifier"] = manage + ["run_notifier"]
+        specs["tasks"] = manage + ["run_tasks"]
         specs["reaper"] = manage + ["run_reaper"]
         if not o["no_web"]:
             specs["web"] = [sys.executable, "-m", "gunicorn", "codemojex_site.wsgi", "--bind",

@@ -1,0 +1,415 @@
+"""EchoMQ as the engine of Django's Tasks framework (``django.tasks``).
+
+    TASKS = {"default": {
+        "BACKEND": "echomq.contrib.django.tasks.EchoMQBackend",
+        "QUEUES": ["default"],            # each one is an EchoMQ queue of that name
+        "OPTIONS": {"RESULT_TTL": 86400, "MAX_ATTEMPTS": 3, "BACKOFF_MS": 1000, "LEASE_MS": 30000},
+    }}
+
+    @task(lane="player_id", max_attempts=5)
+    def send_welcome(player_id): ...
+
+    send_welcome.enqueue("PLR...")        # then: manage.py run_tasks
+
+A task is a JOB on the EchoMQ queue named by its ``queue_name``; ``run_after``
+makes it a delayed job; ``lane`` names the argument whose value is the job's
+fairness lane. Its result is a hash beside the job, ``emq:{queue}:task:<JOB
+id>`` (the queue's hash slot), kept ``RESULT_TTL`` seconds after the task
+finishes, so ``get_result(id)`` works from any process with the same TASKS.
+
+The worker (``run_tasks``) runs one ``echomq.Consumer`` per queue with a
+:class:`Runner` as handler: it marks the result RUNNING, calls the task and
+records SUCCESSFUL or the error. A failure is retried after the task's backoff
+until ``max_attempts``, then the result is FAILED and the job dead-lettered
+with the same error (visible on the queue pages). Writes to the result are
+fenced by the job's token, so a worker that lost its lease records nothing,
+and a job whose result is already SUCCESSFUL (its worker died before the ack)
+is acknowledged without running again.
+
+Priorities are not offered (``supports_priority = False``): EchoMQ serves
+jobs in admission order within fair lanes, not by priority. Nor is a lease per
+task: the consumer heart-beats every job it holds, so a long task never needs
+a longer lease; the lease is the worker's (``LEASE_MS`` / ``--lease-ms``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import threading
+import traceback
+from dataclasses import dataclass
+from datetime import datetime
+from inspect import signature
+
+from django.core import checks
+from django.db import close_old_connections, connections
+from django.tasks import TaskContext, TaskResult, TaskResultStatus
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.base import Task, TaskError
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued, task_finished, task_started
+from django.utils import timezone
+from django.utils.json import normalize_json
+from django.utils.module_loading import import_string
+
+from echomq import Drop, Queue, Retry, ids, keyspace
+from echomq.errors import InvalidName
+from echomq.scripts import Script
+
+from . import get_client
+
+log = logging.getLogger("echomq.tasks")
+
+DEFAULTS = {"RESULT_TTL": 86_400, "MAX_ATTEMPTS": 3, "BACKOFF_MS": 1_000, "LEASE_MS": 30_000}
+FINISHED = (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
+
+
+class WorkerLost(Exception):
+    """The reaper dead-lettered the task's job: its workers kept dying mid-task."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EchoMQTask(Task):
+    """A Task with EchoMQ's options (``@task(lane=..., max_attempts=..., backoff_ms=...)``).
+
+    ``lane``: the name of an argument whose value (a branded id such as a
+    player id) is the job's fairness lane. ``max_attempts`` and
+    ``backoff_ms`` (base of the doubling, jittered, 60 s-capped delay between
+    attempts) default to the backend's OPTIONS."""
+
+    lane: str | None = None
+    max_attempts: int | None = None
+    backoff_ms: int | None = None
+
+
+def result_key(queue_name: str, result_id: str) -> str:
+    keyspace.check_job_id(result_id)
+    return keyspace.queue_key(queue_name, f"task:{result_id}")
+
+
+def _iso(dt: datetime | None) -> str:
+    return dt.isoformat() if dt else ""
+
+
+def _when(text) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def json_exact(value, what: str) -> str:
+    """``value`` as JSON, or InvalidTask when it would not come back equal."""
+    try:
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        same = json.loads(text) == normalize_json(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidTask(f"{what} must be JSON-serialisable: {exc}") from None
+    if not same:
+        raise InvalidTask(f"{what} do not survive a JSON round trip (dict keys must be strings)")
+    return text
+
+
+# The result record's transitions, each one script call in the queue's slot.
+# start: KEYS result, job row; ARGV token, worker, now, ttl_ms, then fields to
+# fill when missing (the record expired while the job waited).
+_START = Script("task_start", """
+if not tonumber(ARGV[1]) or not tonumber(ARGV[4]) or #ARGV % 2 ~= 0 then
+  return redis.error_reply('EMQARG task_start: token and ttl must be numbers, fields in pairs')
+end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'SUCCESSFUL' then return {status, '0', {}} end
+for i = 5, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local workers = redis.call('HGET', KEYS[1], 'workers')
+if workers and workers ~= '' then workers = workers .. ',' .. ARGV[2] else workers = ARGV[2] end
+redis.call('HSETNX', KEYS[1], 'started_at', ARGV[3])
+redis.call('HSET', KEYS[1], 'status', 'RUNNING', 'attempt', ARGV[1], 'workers', workers,
+  'last_attempted_at', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {'RUNNING', redis.call('HGET', KEYS[2], 'base') or '0', redis.call('HGETALL', KEYS[1])}
+""")
+# finish: KEYS result; ARGV token, ttl_ms, then fields. Only the holder of the
+# latest start writes, and a SUCCESSFUL record is final.
+_FINISH = Script("task_finish", """
+if not tonumber(ARGV[1]) or not tonumber(ARGV[2]) or #ARGV % 2 ~= 0 or #ARGV < 4 then
+  return redis.error_reply('EMQARG task_finish: token and ttl must be numbers, fields in pairs')
+end
+if redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[1], 'status') == 'SUCCESSFUL' then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+""")
+
+
+class EchoMQBackend(BaseTaskBackend):
+    task_class = EchoMQTask
+    supports_defer = True         # run_after -> a delayed job
+    supports_async_task = True    # the worker runs coroutines (Task.call)
+    supports_get_result = True    # results live in Valkey, readable anywhere
+    supports_priority = False     # EchoMQ has lanes, not priorities
+
+    def __init__(self, alias, params):
+        super().__init__(alias, params)
+        opts = {**DEFAULTS, **self.options}
+        self.result_ttl_ms = int(opts["RESULT_TTL"]) * 1000
+        self.max_attempts = int(opts["MAX_ATTEMPTS"])
+        self.backoff_ms = int(opts["BACKOFF_MS"])
+        self.lease_ms = int(opts["LEASE_MS"])
+
+    def check(self, **kwargs):
+        errors = []
+        for name in sorted(self.queues):
+            try:
+                keyspace.check_queue(name)
+            except InvalidName as exc:
+                errors.append(checks.Error(f"TASKS[{self.alias!r}] queue: {exc}", id="echomq.E001"))
+        if self.result_ttl_ms <= 0 or self.max_attempts < 1 or self.backoff_ms < 0 or self.lease_ms < 100:
+            errors.append(checks.Error(f"TASKS[{self.alias!r}] OPTIONS: need RESULT_TTL > 0, MAX_ATTEMPTS >= 1, "
+                                       "BACKOFF_MS >= 0, LEASE_MS >= 100", id="echomq.E002"))
+        return errors
+
+    # -- the task's options --------------------------------------------------
+    def validate_task(self, task):
+        super().validate_task(task)
+        try:
+            keyspace.check_queue(task.queue_name)
+        except InvalidName as exc:
+            raise InvalidTask(str(exc)) from None
+        lane = getattr(task, "lane", None)
+        if lane is not None and lane not in signature(task.func).parameters:
+            raise InvalidTask(f"lane {lane!r} is not an argument of {task.module_path}")
+        for name, minimum in (("max_attempts", 1), ("backoff_ms", 0)):
+            value = getattr(task, name, None)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+                raise InvalidTask(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+    def options_for(self, task) -> tuple[int, int]:
+        """(max_attempts, backoff_ms) of a task, the backend's where unset."""
+        backoff = getattr(task, "backoff_ms", None)
+        return (getattr(task, "max_attempts", None) or self.max_attempts,
+                self.backoff_ms if backoff is None else backoff)
+
+    def _lane(self, task, args, kwargs) -> str | None:
+        name = getattr(task, "lane", None)
+        if name is None:
+            return None
+        try:
+            value = signature(task.func).bind(*args, **kwargs).arguments.get(name)
+        except TypeError as exc:
+            raise InvalidTask(f"arguments do not fit {task.module_path}: {exc}") from None
+        try:
+            return keyspace.check_lane(value) if value is not None else None
+        except InvalidName as exc:
+            raise InvalidTask(f"lane argument {name!r}: {exc}") from None
+
+    def queue(self, name: str) -> Queue:
+        return Queue(name, get_client())
+
+    # -- enqueue ---------------------------------------------------------------
+    def enqueue(self, task, args, kwargs):
+        """Validate everything, then write the result record and the job."""
+        self.validate_task(task)
+        args_json, kwargs_json = json_exact(list(args), "args"), json_exact(dict(kwargs), "kwargs")
+        lane = self._lane(task, args, kwargs)
+        queue = self.queue(task.queue_name)
+        now = timezone.now()
+        delay_ms = 0
+        if task.run_after is not None:
+            delay_ms = max(0, math.ceil((task.run_after - now).total_seconds() * 1000))
+        job_id = ids.mint("JOB")
+        record = {"task": task.module_path, "backend": self.alias, "queue": queue.name, "args": args_json,
+                  "kwargs": kwargs_json, "status": TaskResultStatus.READY.value, "enqueued_at": _iso(now),
+                  "run_after": _iso(task.run_after), "errors": "[]"}
+        key = result_key(queue.name, job_id)
+        pipe = queue.client.pipeline(transaction=True)
+        pipe.hset(key, mapping=record)
+        pipe.pexpire(key, self.result_ttl_ms + delay_ms)
+        pipe.execute()
+        try:
+            queue.enqueue(json.dumps(record, separators=(",", ":")), job_id=job_id, lane=lane,
+                          delay_ms=delay_ms)
+        except BaseException:
+            try:
+                queue.client.delete(key)  # no job, so no result either
+            except Exception:
+                log.warning("task %s: enqueue failed and its READY record stays until it expires", job_id)
+            raise
+        result = self._result(task, job_id, record)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    # -- results ---------------------------------------------------------------
+    def get_result(self, result_id):
+        try:
+            keyspace.check_job_id(result_id)
+        except InvalidName:
+            raise TaskResultDoesNotExist(result_id) from None
+        client = get_client()
+        names = sorted(self.queues)
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(result_key(name, result_id))
+            pipe.hmget(keyspace.job_key(name, result_id), "state", "last_error")
+        replies = pipe.execute()
+        for i, name in enumerate(names):
+            raw, (state, last_error) = replies[2 * i], replies[2 * i + 1]
+            if raw:
+                record = {k.decode(): v.decode() for k, v in raw.items()}
+                if record["status"] not in FINISHED and state == b"dead":
+                    record = self._reaped(record, (last_error or b"").decode())
+                try:
+                    task = import_string(record["task"])
+                except ImportError:
+                    task = None
+                if not isinstance(task, Task):  # no Task, no TaskResult to build
+                    raise TaskResultDoesNotExist(f"{result_id}: {record['task']} is no longer a task")
+                return self._result(task, result_id, record)
+        raise TaskResultDoesNotExist(result_id)
+
+    @staticmethod
+    def _reaped(record: dict, last_error: str) -> dict:
+        """A job dead-lettered by the reaper never had its result written."""
+        errors = json.loads(record.get("errors") or "[]") + [
+            {"exception_class_path": f"{WorkerLost.__module__}.{WorkerLost.__qualname__}",
+             "traceback": last_error or "the job was dead-lettered"}]
+        return {**record, "status": TaskResultStatus.FAILED.value, "errors": json.dumps(errors)}
+
+    def _result(self, task, result_id: str, record: dict) -> TaskResult:
+        task = task.using(queue_name=record.get("queue") or task.queue_name,
+                          run_after=_when(record.get("run_after")), backend=self.alias)
+        result = TaskResult(
+            task=task, id=result_id, status=TaskResultStatus(record["status"]),
+            enqueued_at=_when(record.get("enqueued_at")), started_at=_when(record.get("started_at")),
+            finished_at=_when(record.get("finished_at")), last_attempted_at=_when(record.get("last_attempted_at")),
+            args=json.loads(record["args"]), kwargs=json.loads(record["kwargs"]), backend=self.alias,
+            errors=[TaskError(**e) for e in json.loads(record.get("errors") or "[]")],
+            worker_ids=[w for w in (record.get("workers") or "").split(",") if w])
+        if "return" in record and result.status == TaskResultStatus.SUCCESSFUL:
+            object.__setattr__(result, "_return_value", json.loads(record["return"]))
+        return result
+
+
+def tidy_connections() -> None:
+    """Drop unusable or expired database connections, as Django does around a
+    request; not inside an atomic block (a test calling the Runner directly)."""
+    if not any(c.in_atomic_block for c in connections.all(initialized_only=True)):
+        close_old_connections()
+
+
+class Runner:
+    """The handler ``run_tasks`` gives each queue's Consumer: one job, one task call."""
+
+    def __init__(self, backend: EchoMQBackend, worker_id: str | None = None):
+        self.backend = backend
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+
+    def __call__(self, job) -> None:
+        try:
+            record = json.loads(job.payload)
+            args, kwargs = json.loads(record["args"]), json.loads(record["kwargs"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise Drop(f"not a task payload: {exc}") from None
+        backend, client = self.backend, get_client()
+        key = result_key(job.queue, job.id)
+        fill = [x for kv in record.items() for x in kv]
+        status, base, flat = _START(client, (key, keyspace.job_key(job.queue, job.id)),
+                                    (job.attempts, self.worker_id, _iso(timezone.now()),
+                                     backend.result_ttl_ms, *fill))
+        if status == b"SUCCESSFUL":
+            log.info("task %s already succeeded; acknowledging the redelivery", job.id)
+            return
+        current = {flat[i].decode(): flat[i + 1].decode() for i in range(0, len(flat), 2)}
+        try:
+            task = import_string(record["task"])
+            if not isinstance(task, Task):
+                raise InvalidTask(f"{record['task']} is not a task")
+        except Exception as exc:  # deploy skew or a typo: fails like the task would
+            self._failed(job, key, current, int(base), exc)
+        result = backend._result(task, job.id, current)
+        task_started.send(type(backend), task_result=result)
+        tidy_connections()
+        try:
+            if task.takes_context:
+                value = task.call(TaskContext(task_result=result), *args, **kwargs)
+            else:
+                value = task.call(*args, **kwargs)
+            returned = json_exact(value, "the return value")
+        except Exception as exc:  # the task's failure is data: recorded, then retried
+            self._failed(job, key, current, int(base), exc, task, result)
+        finally:
+            tidy_connections()
+        finished = timezone.now()
+        _FINISH(client, (key,), (job.attempts, backend.result_ttl_ms, "status", "SUCCESSFUL",
+                                 "finished_at", _iso(finished), "return", returned))
+        object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+        object.__setattr__(result, "finished_at", finished)
+        object.__setattr__(result, "_return_value", json.loads(returned))
+        task_finished.send(type(backend), task_result=result)
+
+    def _failed(self, job, key, record, base, exc, task=None, result=None):
+        """Record the error; FAILED on the last attempt, else READY again. Raises Retry."""
+        max_attempts, backoff_ms = self.backend.options_for(task)
+        errors = json.loads(record.get("errors") or "[]")
+        final = job.attempts - base >= max_attempts
+        path = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        text = "".join(traceback.format_exception(exc))
+        errors.append({"exception_class_path": path, "traceback": text})
+        status = TaskResultStatus.FAILED if final else TaskResultStatus.READY
+        fields = ["status", status.value, "errors", json.dumps(errors)]
+        if final:
+            fields += ["finished_at", _iso(timezone.now())]
+        _FINISH(get_client(), (key,), (job.attempts, self.backend.result_ttl_ms, *fields))
+        if result is not None:
+            object.__setattr__(result, "status", status)
+            object.__setattr__(result, "errors", [TaskError(**e) for e in errors])
+            if final:
+                task_finished.send(type(self.backend), task_result=result)
+        from echomq.consumer import exponential_backoff
+
+        delay = exponential_backoff(base_ms=max(1, backoff_ms))(job.attempts - base) if backoff_ms else 0
+        raise Retry(f"{path}: {exc}\n{text}", delay_ms=delay, max_attempts=max_attempts) from None
+
+
+def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms: int | None = None,
+          reap_interval_ms: int = 500, observer=None, consumers_out: list | None = None) -> bool:
+    """Run one Consumer per queue (and a reaper over them, which also
+    promotes delayed jobs) until SIGTERM/SIGINT; False if a consumer died."""
+    from echomq import Consumer, Reaper
+
+    runner = Runner(backend)
+    queues = [backend.queue(n) for n in queue_names]
+    consumers = [Consumer(q, runner, concurrency=concurrency, lease_ms=lease_ms or backend.lease_ms,
+                          max_attempts=backend.max_attempts, name=f"tasks/{q.name}", observer=observer)
+                 for q in queues]
+    for c in consumers:
+        getattr(observer, "watch", lambda c: None)(c)  # in-hand gauge reads 0 from the start
+    if consumers_out is not None:
+        consumers_out.extend(consumers)
+    reaper = Reaper(queues, interval_ms=reap_interval_ms) if reap_interval_ms > 0 else None
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    threads = [threading.Thread(target=c.run, name=c.name, daemon=True) for c in consumers]
+    if reaper:
+        threads.append(threading.Thread(target=reaper.run, name="tasks-reaper", daemon=True))
+    healthy = True
+    try:
+        for t in threads:
+            t.start()
+        while not stop.wait(0.5):
+            if not all(t.is_alive() for t in threads):
+                log.error("a task consumer stopped unexpectedly; stopping the others")
+                healthy = False
+                break
+    finally:
+        log.info("run_tasks pid %d stopping: finishing the tasks in hand", os.getpid())
+        for c in consumers:
+            c.stop()
+        if reaper:
+            reaper.stop()
+        for t in threads:
+            t.join()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return healthy

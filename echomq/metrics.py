@@ -1,0 +1,226 @@
+"""Prometheus metrics for EchoMQ (optional: ``pip install prometheus_client``).
+
+Two sides, both without Django:
+
+* :class:`QueueCollector` reads each queue's state from Valkey when scraped
+  (job counts per state, completed and dead totals, lanes, oldest pending
+  age, lease expiries reaped). Valkey is the source of truth, so any process
+  may serve it; the Django endpoint does (``echomq.contrib.django.metrics``).
+* :class:`ConsumerMetrics` is a consumer ``Observer``: what one worker
+  process did (jobs by outcome, handler time, claim-to-start wait,
+  reconnects, jobs in hand). Each long-running command exports its own on
+  ``--metrics-port`` through :func:`serve`. :class:`ReaperMetrics` does the
+  same for a reaper's passes.
+
+Every metric name is listed in ``docs/metrics.md``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from .consumer import Observer
+
+try:
+    import prometheus_client
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+except ImportError:  # the core never needs it; these classes do
+    prometheus_client = None
+
+# Seconds; from a fast Valkey round trip to a minute-long task.
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+STATES = ("pending", "active", "scheduled", "dead")
+OUTCOMES = ("completed", "retried", "dead", "dropped", "stale")
+LANE_SAMPLE = 1000  # lanes inspected for the oldest pending job, per queue and scrape
+
+
+def require():
+    if prometheus_client is None:
+        raise ImportError("EchoMQ metrics need prometheus_client: pip install 'prometheus_client>=0.20'")
+    return prometheus_client
+
+
+def serve(port: int, addr: str = "127.0.0.1", registry=None):
+    """Export ``registry`` (the default one) over HTTP on ``port``, in a thread.
+    The ``*_created`` series are turned off: nothing here needs them."""
+    pc = require()
+    pc.disable_created_metrics()
+    return pc.start_http_server(port, addr=addr, registry=registry or pc.REGISTRY)
+
+
+class QueueCollector:
+    """Queue state at scrape time; ``queues`` is a callable answering Queues."""
+
+    def __init__(self, queues):
+        require()
+        self.queues = queues
+
+    def describe(self):
+        return []  # collected live; no fixed description
+
+    def collect(self):
+        import redis
+
+        up = GaugeMetricFamily("echomq_valkey_up", "1 when Valkey answered this scrape")
+        jobs = GaugeMetricFamily("echomq_queue_jobs", "Jobs in the queue by state", labels=["queue", "state"])
+        completed = CounterMetricFamily("echomq_queue_completed", "Jobs completed since the queue began",
+                                        labels=["queue"])
+        dead = CounterMetricFamily("echomq_queue_dead", "Jobs dead-lettered since the queue began",
+                                   labels=["queue"])
+        reaped = CounterMetricFamily("echomq_queue_lease_expiries_reaped",
+                                     "Expired leases the reaper handled (returned or dead-lettered)",
+                                     labels=["queue"])
+        lanes = GaugeMetricFamily("echomq_queue_lanes", "Lanes with jobs", labels=["queue"])
+        paused = GaugeMetricFamily("echomq_queue_paused", "1 when the queue is paused", labels=["queue"])
+        oldest = GaugeMetricFamily("echomq_queue_oldest_pending_age_seconds",
+                                   "Age of the oldest ready job (0 when none)", labels=["queue"])
+        try:
+            for q in self.queues():
+                c = q.counts()
+                for state in STATES:
+                    jobs.add_metric([q.name, state], c[state])
+                completed.add_metric([q.name], c["completed"])
+                dead.add_metric([q.name], c["dead_total"])
+                lanes.add_metric([q.name], c["lanes"])
+                paused.add_metric([q.name], int(c["paused"]))
+                reaped.add_metric([q.name], int(q.client.hget(q.k_meta, "reaped") or 0))
+                oldest.add_metric([q.name], oldest_pending_age_s(q) if c["pending"] else 0.0)
+            up.add_metric([], 1)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            up.add_metric([], 0)
+            yield up
+            return
+        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest)
+
+
+def oldest_pending_age_s(q) -> float:
+    """Seconds since the oldest ready job was admitted (server clock).
+
+    Ready sets hold score 0, so members sort by id, and JOB ids sort by mint
+    time: the first member of the flat set and of each lane (up to
+    LANE_SAMPLE lanes) are the candidates; their rows' ``created`` decides."""
+    client = q.client
+    lanes = list(client.sscan_iter(q.k_lanes, count=LANE_SAMPLE))[:LANE_SAMPLE]
+    pipe = client.pipeline(transaction=False)
+    pipe.zrange(q.k_pending, 0, 0)
+    for lane in lanes:
+        pipe.zrange(f"{q.prefix}g:{lane.decode()}:pending", 0, 0)
+    firsts = [m[0].decode() for m in pipe.execute() if m]
+    if not firsts:
+        return 0.0
+    pipe = client.pipeline(transaction=False)
+    for job_id in firsts:
+        pipe.hget(q.job_key(job_id), "created")
+    created = [int(v) for v in pipe.execute() if v]
+    if not created:
+        return 0.0
+    return max(0.0, (q.server_time_ms() - min(created)) / 1000)
+
+
+class ConsumerMetrics(Observer):
+    """A consumer observer that counts into ``registry`` (default: the global one).
+
+    Give the same instance to every Consumer of a process; ``watch`` them so
+    the in-hand gauge reads 0 before their first claim."""
+
+    def __init__(self, registry=None):
+        pc = require()
+        r = registry or pc.REGISTRY
+        self.jobs_handled = pc.Counter("echomq_worker_jobs_handled", "Jobs this process settled, by outcome "
+                                  "(completed, retried, dead, dropped, stale)", ["queue", "outcome"], registry=r)
+        self.duration = pc.Histogram("echomq_worker_handler_seconds", "Time in the handler per job",
+                                     ["queue"], buckets=BUCKETS, registry=r)
+        self.waited = pc.Histogram("echomq_worker_claim_to_start_seconds",
+                                   "From the claim to the handler starting (prefetch wait)", ["queue"],
+                                   buckets=BUCKETS, registry=r)
+        self.reconnects = pc.Counter("echomq_worker_reconnects", "Times the fetcher lost Valkey and retried",
+                                     ["queue"], registry=r)
+        self._lock = threading.Lock()
+        self._claimed: dict[str, float] = {}
+        self._consumers: list = []
+        r.register(_InHand(self))
+
+    def watch(self, consumer):
+        """Show the consumer's queue from the start: every series at 0."""
+        with self._lock:
+            if consumer in self._consumers:
+                return consumer
+            self._consumers.append(consumer)
+        name = consumer.queue.name
+        for outcome in OUTCOMES:
+            self.jobs_handled.labels(name, outcome)
+        self.duration.labels(name), self.waited.labels(name), self.reconnects.labels(name)
+        return consumer
+
+    def claimed(self, consumer, jobs) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for job in jobs:
+                self._claimed[job.id] = now
+        self.watch(consumer)
+
+    def started(self, consumer, job) -> None:
+        with self._lock:
+            at = self._claimed.pop(job.id, None)
+        if at is not None:
+            self.waited.labels(consumer.queue.name).observe(time.monotonic() - at)
+
+    def handled(self, consumer, job, seconds: float) -> None:
+        self.duration.labels(consumer.queue.name).observe(seconds)
+
+    def settled(self, consumer, job, outcome: str) -> None:
+        self.jobs_handled.labels(consumer.queue.name, outcome).inc()
+
+    def reconnecting(self, consumer) -> None:
+        self.reconnects.labels(consumer.queue.name).inc()
+
+
+class _InHand:
+    """echomq_worker_jobs_in_hand: claimed and not yet settled, per queue."""
+
+    def __init__(self, metrics: ConsumerMetrics):
+        self.metrics = metrics
+
+    def describe(self):
+        return [GaugeMetricFamily("echomq_worker_jobs_in_hand", "Jobs claimed and not yet settled",
+                                  labels=["queue"])]
+
+    def collect(self):
+        g = GaugeMetricFamily("echomq_worker_jobs_in_hand", "Jobs claimed and not yet settled", labels=["queue"])
+        totals: dict[str, int] = {}
+        with self.metrics._lock:
+            consumers = list(self.metrics._consumers)
+        for c in consumers:
+            totals[c.queue.name] = totals.get(c.queue.name, 0) + len(c._in_hand)
+        for name, n in sorted(totals.items()):
+            g.add_metric([name], n)
+        yield g
+
+
+class ReaperMetrics:
+    """Counts what a Reaper's passes moved: ``ReaperMetrics().wrap(reaper)``."""
+
+    def __init__(self, registry=None):
+        pc = require()
+        r = registry or pc.REGISTRY
+        self.passes = pc.Counter("echomq_reaper_passes", "Maintenance passes run", registry=r)
+        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted)",
+                                ["queue", "action"], registry=r)
+
+    def wrap(self, reaper):
+        run_once = reaper.run_once
+        for q in reaper.queues:  # every series shows from the start, at 0
+            for action in ("returned", "dead", "promoted"):
+                self.moved.labels(q.name, action)
+
+        def counted():
+            report = run_once()
+            self.passes.inc()
+            for q in reaper.queues:
+                for action, n in report.get(q.name, {}).items():
+                    if n:
+                        self.moved.labels(q.name, action).inc(n)
+            return report
+
+        reaper.run_once = counted
+        return reaper

@@ -1,0 +1,119 @@
+"""GET /metrics: who may read it, and honest figures from Valkey."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from echomq import Queue, ids
+from tests.games.procs import wait_for
+
+from .conftest import documented, ours, samples, value
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = "s3cret-scrape-token"
+SITE = {"echomq_valkey_up", "echomq_queue_jobs", "echomq_queue_completed_total", "echomq_queue_dead_total",
+        "echomq_queue_lease_expiries_reaped_total", "echomq_queue_lanes", "echomq_queue_paused",
+        "echomq_queue_oldest_pending_age_seconds", "codemojex_guesses_submitted_total",
+        "codemojex_guesses_refused_total"}
+Q = "mq.test"
+
+
+@pytest.fixture
+def token(settings):
+    settings.ECHOMQ = {**settings.ECHOMQ, "METRICS_TOKEN": TOKEN}
+
+
+def test_strangers_get_401_and_players_403(client, make_player, token):
+    resp = client.get("/metrics")
+    assert resp.status_code == 401 and resp["WWW-Authenticate"].startswith("Bearer")
+    assert b"echomq_" not in resp.content
+    for header in ("Bearer wrong", f"Basic {TOKEN}", TOKEN, f"Bearer {TOKEN}x", "Bearer "):
+        assert client.get("/metrics", HTTP_AUTHORIZATION=header).status_code == 401
+    client.force_login(make_player().user)
+    assert client.get("/metrics").status_code == 403
+    assert client.post("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 405
+
+
+def test_no_token_configured_means_staff_only(client, settings):
+    settings.ECHOMQ = {**settings.ECHOMQ, "METRICS_TOKEN": ""}
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
+    staff = get_user_model().objects.create_user("ops", password=None, is_staff=True)
+    client.force_login(staff)
+    resp = client.get("/metrics")
+    assert resp.status_code == 200 and resp["Content-Type"].startswith("text/plain")
+    assert "no-cache" in resp["Cache-Control"] or "max-age=0" in resp["Cache-Control"]
+
+
+def test_queue_figures_are_honest(client, valkey, token):
+    q = Queue(Q, valkey)
+    lane = ids.mint("PLR")
+    q.enqueue(b"1")
+    job = q.claim()
+    q.complete(job.id, job.attempts)                      # completed 1
+    q.enqueue(b"2")
+    job = q.claim()
+    q.retry(job.id, job.attempts, max_attempts=1, error="boom")  # dead 1
+    stalled, _ = q.enqueue(b"3")
+    q.claim(lease_ms=1)
+    wait_for(lambda: q.reap() == 1, timeout=10, what="the lease to expire")  # reaped 1, pending again
+    old, _ = q.enqueue(b"4", lane=lane)                   # a lane
+    q.enqueue(b"5", delay_ms=60_000)                      # scheduled
+    q.enqueue(b"6")
+    assert q.claim().id == stalled                        # active 1; pending: 6 and the lane's 4
+    valkey.hset(q.job_key(old), "created", q.server_time_ms() - 120_000)  # admitted two minutes ago
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert value(found, "echomq_valkey_up") == 1
+    assert {s: value(found, "echomq_queue_jobs", queue=Q, state=s)
+            for s in ("pending", "active", "scheduled", "dead")} == {"pending": 2, "active": 1, "scheduled": 1,
+                                                                     "dead": 1}
+    assert value(found, "echomq_queue_completed_total", queue=Q) == 1
+    assert value(found, "echomq_queue_dead_total", queue=Q) == 1
+    assert value(found, "echomq_queue_lease_expiries_reaped_total", queue=Q) == 1
+    assert value(found, "echomq_queue_lanes", queue=Q) == 1
+    assert value(found, "echomq_queue_paused", queue=Q) == 0
+    assert 119 <= value(found, "echomq_queue_oldest_pending_age_seconds", queue=Q) < 130
+    q.pause()
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert value(found, "echomq_queue_paused", queue=Q) == 1
+
+
+def test_game_counters_count_submitted_and_refused_guesses(client, make_player, make_round, token,
+                                                          django_capture_on_commit_callbacks):
+    rnd = make_round(secret=["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"], guess_price=2)
+    rich, poor = make_player(keys=10), make_player(keys=1)
+    guess = {f"slot{i}": e for i, e in enumerate(["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"])}
+    client.force_login(rich.user)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code == 302
+        assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code == 302
+    assert client.post(f"/rounds/{rnd.pk}/guess/", {**guess, "slot5": "🚗"}).status_code == 400
+    assert client.post(f"/rounds/{rnd.pk}/guess/", {"slot0": "x" * 65}).status_code == 400
+    client.force_login(poor.user)
+    assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code in (400, 402, 409)
+    client.logout()
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert value(found, "codemojex_guesses_submitted_total") == 2
+    refused = {dict(labels)["reason"]: v for (name, labels), v in found.items()
+               if name == "codemojex_guesses_refused_total"}
+    assert refused == {"off_keyboard": 1, "form": 1, "insufficient_funds": 1}
+
+
+def test_the_endpoint_serves_only_documented_names(client, valkey, token, make_player, make_round,
+                                                   django_capture_on_commit_callbacks):
+    from games.metrics import refused, submitted
+
+    Queue(Q, valkey).enqueue(b"x")
+    submitted(), refused("closed")
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert ours(found) == SITE and SITE <= documented()
+
+
+def test_valkey_down_answers_up_0_not_500(client, token):
+    from echomq.contrib import django as emq_django
+    from echomq.embedded import free_port
+
+    emq_django.reset_client(f"redis://127.0.0.1:{free_port()}/0")  # nobody listens there
+    resp = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert resp.status_code == 200
+    assert value(samples(resp.content.decode()), "echomq_valkey_up") == 0
