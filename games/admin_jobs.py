@@ -23,7 +23,7 @@ from django.utils import timezone
 from echomq import ids
 from echomq.contrib.django.resolvers import About, Found, RemoveOption, Resolver, register
 
-from . import guesses, notifications, settlement, wallet
+from . import guesses, settlement, tasks, wallet
 from .admin_guard import HIDDEN
 from .models import Guess, LedgerEntry, Player, Round
 from .permissions import REFUND
@@ -143,16 +143,20 @@ class SettleJobs(Resolver):
 
 
 class NotifyJobs(Resolver):
-    """``cm.notify``: one job per (player, round, kind); the payload names them."""
+    """``cm.tasks``: Django tasks on EchoMQ; the game's one task today is
+    ``games.tasks.notify(player_id, round_id, kind)``, named in the payload."""
 
     def describe(self, job_id, payload, user):
         try:
-            data = json.loads(payload or b"")
-            player, rnd = Player.objects.select_related("user").get(pk=data["player"]), Round.objects.get(
-                pk=data["round"])
-        except (ValueError, TypeError, KeyError, Player.DoesNotExist, Round.DoesNotExist):
+            record = json.loads(payload or b"")
+            args = json.loads(record["args"])
+            if record["task"] != tasks.notify.module_path:
+                return About(title=f"Task {record['task']}", facts=[("arguments", record["args"])])
+            player = Player.objects.select_related("user").get(pk=args[0])
+            rnd = Round.objects.get(pk=args[1])
+        except (ValueError, TypeError, KeyError, IndexError, Player.DoesNotExist, Round.DoesNotExist):
             return None
-        return About(title=f"Notification to {player.user.get_username()}: round {rnd.pk} {data.get('kind')}",
+        return About(title=f"Notification to {player.user.get_username()}: round {rnd.pk} {args[2] if len(args) > 2 else ''}",
                      links=[(f"player {player.user.get_username()}", _change_url("player", player.pk)),
                             (f"round {rnd.title or rnd.pk}", _change_url("round", rnd.pk))],
                      on_remove="The player is not notified unless the round's settlement runs again.")
@@ -161,4 +165,4 @@ class NotifyJobs(Resolver):
 def register_all() -> None:
     register(guesses.QUEUE, GuessJobs())
     register(settlement.QUEUE, SettleJobs())
-    register(notifications.QUEUE, NotifyJobs())
+    register(tasks.QUEUE, NotifyJobs())

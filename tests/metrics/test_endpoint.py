@@ -86,7 +86,8 @@ def test_game_counters_count_submitted_and_refused_guesses(client, make_player, 
     client.force_login(rich.user)
     with django_capture_on_commit_callbacks(execute=True):
         assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code == 302
-        assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code == 302
+        # a different guess: an exact repeat of one's own guess is refused
+        assert client.post(f"/rounds/{rnd.pk}/guess/", {**guess, "slot0": "🐱", "slot1": "🐶"}).status_code == 302
     assert client.post(f"/rounds/{rnd.pk}/guess/", {**guess, "slot5": "🚗"}).status_code == 400
     assert client.post(f"/rounds/{rnd.pk}/guess/", {"slot0": "x" * 65}).status_code == 400
     client.force_login(poor.user)
