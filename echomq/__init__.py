@@ -22,7 +22,7 @@ from .job import Job
 from .queue import Queue
 
 __all__ = [
-    "Queue", "Job", "Consumer", "Reaper",
+    "Queue", "ShardedQueue", "Job", "Consumer", "Reaper",
     "EchoMQError", "InvalidName", "KindError", "StaleToken", "JobNotFound", "WrongState",
     "Retry", "Drop",
 ]
@@ -34,6 +34,10 @@ def __getattr__(name):
         from .consumer import Consumer
 
         return Consumer
+    if name == "ShardedQueue":
+        from .sharded import ShardedQueue
+
+        return ShardedQueue
     if name == "Reaper":
         from .reaper import Reaper
 

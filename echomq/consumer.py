@@ -36,12 +36,14 @@ import traceback
 import redis
 
 from . import ids, keyspace
+from .cluster import TRANSIENT_ERRORS
 from .errors import Drop, Retry, StaleToken
 from .job import Job
 
 log = logging.getLogger("echomq.consumer")
 
-CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+# Connection loss, and what a cluster answers while a failover moves slots.
+CONNECTION_ERRORS = TRANSIENT_ERRORS
 
 
 def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
@@ -94,6 +96,9 @@ class Consumer:
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
         self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
+        # A sharded queue brings its own way to park (one blocked call per
+        # shard, see sharded.py); a plain queue BLPOPs wake list + doorbell.
+        self._parking = queue.parking() if hasattr(queue, "parking") else None
 
         self.capacity = concurrency + prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
@@ -245,7 +250,10 @@ class Consumer:
                 return
             self._parked = True
         try:
-            self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
+            if self._parking is not None:
+                self._parking.wait(self.beat_ms / 1000)
+            else:
+                self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
         finally:
             with self._cond:
                 self._parked = False
@@ -273,7 +281,9 @@ class Consumer:
                 self._acks.append(out)
                 ring = self._parked
                 self._cond.notify_all()
-            if ring:
+            if ring and self._parking is not None:
+                self._parking.ring()
+            elif ring:
                 try:
                     self.queue.client.lpush(self.doorbell, "1")
                 except CONNECTION_ERRORS:

@@ -57,13 +57,13 @@ class Reaper:
         restore = self._install_signals()
         log.info("reaper started: queues=%s interval_ms=%d max_stalls=%d",
                  ",".join(q.name for q in self.queues), self.interval_ms, self.max_stalls)
-        import redis
+        from .cluster import TRANSIENT_ERRORS
 
         try:
             while not self._stop.is_set():
                 try:
                     self.run_once()
-                except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                except TRANSIENT_ERRORS as exc:
                     log.warning("reaper lost Valkey (%s); next pass in %dms", type(exc).__name__,
                                 self.interval_ms)
                 self._stop.wait(self.interval_ms / 1000)
