@@ -8,7 +8,7 @@ from django.db import close_old_connections
 
 from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
-from games import guesses, notifications, settlement
+from games import guesses, leaderboard, notifications, settlement
 from games.management.runner import describe_db
 
 
@@ -38,6 +38,8 @@ class Command(BaseCommand):
         parser.add_argument("--relay-after-s", type=float, default=5.0,
                             help="re-send guesses still queued after this long")
         parser.add_argument("--sweep-every-s", type=float, default=1.0)
+        parser.add_argument("--heal-every-s", type=float, default=1.0,
+                            help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
 
     def handle(self, *args, **o):
         after = timedelta(seconds=o["relay_after_s"])
@@ -48,8 +50,12 @@ class Command(BaseCommand):
         def close_due_rounds():
             return settlement.close_due_rounds()
 
+        def heal_boards():
+            return leaderboard.heal()
+
         tasks = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
-                 Every(close_due_rounds, o["sweep_every_s"])]
+                 Every(close_due_rounds, o["sweep_every_s"]),
+                 Every(heal_boards, o["heal_every_s"])]
         queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, notifications.QUEUE)]
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
