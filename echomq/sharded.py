@@ -264,14 +264,20 @@ class ShardedQueue:
         Queue._claim_call(self.shards[0], n, lease_ms)  # validates n and lease_ms
         with self._lock:
             self._hot = set(range(len(self.shards)))  # a direct claim looks everywhere
-        batch = self.batch()
-        self.add_claim(batch, n, lease_ms=lease_ms)
-        reply = batch.run()
-        if not reply:
-            return []
-        if isinstance(reply[0], Exception):
-            raise _typed(reply[0])
-        return self.parse_claim(reply[0])
+        jobs = []
+        while len(jobs) < n:  # shards that ran short are dropped from the hot set
+            batch = self.batch()
+            self.add_claim(batch, n - len(jobs), lease_ms=lease_ms)
+            reply = batch.run()
+            if not reply or (not isinstance(reply[0], Exception) and not reply[0]):
+                break
+            if isinstance(reply[0], Exception):
+                raise _typed(reply[0])
+            got = self.parse_claim(reply[0])
+            jobs += got
+            if not got:
+                break
+        return jobs
 
     def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS):
         jobs = self.claim_batch(1, lease_ms=lease_ms)
