@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import inspect
 import logging
 import selectors
 import socket
@@ -445,6 +446,17 @@ class ShardedQueue:
 
     def keys(self) -> list[str]:
         return sorted(k for s in self.shards for k in s.keys())
+
+    def __getattr__(self, name):
+        # A Queue method not wrapped here (one added to Queue later) that
+        # takes a job id first goes to the shard holding that job.
+        attr = getattr(Queue, name, None)
+        if name.startswith("_") or not callable(attr):
+            raise AttributeError(name)
+        params = list(inspect.signature(attr).parameters)
+        if len(params) >= 2 and params[1] == "job_id":
+            return lambda job_id, *a, **kw: getattr(self.locate(job_id), name)(job_id, *a, **kw)
+        raise AttributeError(f"ShardedQueue does not offer Queue.{name} yet (it is not a per-job call)")
 
     def parking(self) -> "ShardParking":
         """What a Consumer of this queue parks on (see the module doc)."""

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from echomq import Queue, keyspace
 from echomq.errors import InvalidName, JobNotFound, KindError, WrongState
 
-from . import dashboard, get_client
+from . import dashboard, get_client, get_queue
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def staff_page(methods):
 # -- input -----------------------------------------------------------------
 def _queue(name: str, *, must_exist: bool = True) -> Queue:
     try:
-        queue = Queue(name, get_client())
+        queue = get_queue(name)  # a ShardedQueue when ECHOMQ["QUEUES"] gives it shards
     except InvalidName:
         raise PageError(400, "Ill-formed queue name",
                         f"{name!r} is not a queue name: names are 1 to 128 of A-Z a-z 0-9 . _ - "
@@ -142,7 +142,7 @@ def job_url(name: str, job_id: str) -> str:
 @staff_page(["GET", "HEAD"])
 def overview(request):
     client = get_client()
-    rows = [dashboard.overview_row(Queue(name, client)) for name in dashboard.all_queues(client)]
+    rows = [dashboard.overview_row(get_queue(name)) for name in dashboard.all_queues(client)]
     totals = {k: sum(r["counts"][k] for r in rows)
               for k in ("pending", "active", "scheduled", "dead", "completed", "dead_total")}
     return _render(request, "echomq/admin/overview.html", _context(
