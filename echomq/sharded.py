@@ -48,6 +48,7 @@ from .scripts import Batch
 log = logging.getLogger("echomq.sharded")
 
 MAX_SHARDS = 1024
+CLAIM_CHUNK = 32  # slots per shard asked in one claim cycle (see _plan)
 
 
 @functools.lru_cache(maxsize=64)
@@ -223,7 +224,10 @@ class ShardedQueue:
             with self._lock:
                 self._hot.difference_update(set(hot) - set(busy))
             hot = busy
-        hot = hot[:n]
+        # Few, large claims: one shard per CLAIM_CHUNK slots, so a cycle costs
+        # about what a plain queue's does (each call has a fixed cost); the
+        # cursor moves every cycle, so every shard gets its turn.
+        hot = hot[:max(1, min(n, n // CLAIM_CHUNK))]
         if not hot:
             return []
         share, extra = divmod(n, len(hot))
