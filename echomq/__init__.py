@@ -26,7 +26,7 @@ from .job import Job
 from .queue import Queue
 
 __all__ = [
-    "Queue", "Job", "Consumer", "Reaper",
+    "Queue", "ShardedQueue", "Job", "Consumer", "Reaper",
     "EchoMQError", "ArgumentError", "InvalidName", "KindError", "StaleToken", "Cancelled",
     "JobNotFound", "WrongState", "Unavailable", "UNAVAILABLE", "Retry", "Drop",
 ]
@@ -38,6 +38,10 @@ def __getattr__(name):
         from .consumer import Consumer
 
         return Consumer
+    if name == "ShardedQueue":
+        from .sharded import ShardedQueue
+
+        return ShardedQueue
     if name == "Reaper":
         from .reaper import Reaper
 

@@ -179,6 +179,9 @@ class Consumer:
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
         self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
+        # A sharded queue brings its own way to park (one blocked call per
+        # shard, see sharded.py); a plain queue BLPOPs wake list + doorbell.
+        self._parking = queue.parking() if hasattr(queue, "parking") else None
 
         self.capacity = concurrency * self.batch + self.prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
@@ -410,7 +413,10 @@ class Consumer:
             self._parked = True
         try:
             with translated():
-                self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
+                if self._parking is not None:
+                    self._parking.wait(self.beat_ms / 1000)
+                else:
+                    self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
         finally:
             with self._cond:
                 self._parked = False
@@ -467,7 +473,9 @@ class Consumer:
             self._acks.extend(outs)
             ring = self._parked
             self._cond.notify_all()
-        if ring:
+        if ring and self._parking is not None:
+            self._parking.ring()
+        elif ring:
             try:
                 self.queue.client.lpush(self.doorbell, "1")
             except Exception:  # redis-py's own errors (not mapped on this bare call)

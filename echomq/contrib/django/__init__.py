@@ -9,30 +9,72 @@ queue found by a SCAN for ``emq:{q}:meta|pending|active|schedule|dead|lanes``
 keys; ``ECHOMQ["DISCOVER_QUEUES"] = False`` turns the SCAN off.
 
 Also here: ``tasks`` (EchoMQ as the backend of Django's ``TASKS``, worker
-``manage.py run_tasks``) and ``metrics`` (the ``/metrics`` view)."""
+``manage.py run_tasks``) and ``metrics`` (the ``/metrics`` view).
+
+On a cluster: ``ECHOMQ["CLUSTER"] = True`` makes the shared client a
+``RedisCluster`` (``URL`` names any node); with no ``URL``,
+``ECHOMQ["CLUSTER_NODES"] = 3`` starts a local embedded cluster of 3 primaries
+and 3 replicas instead of the single server. ``ECHOMQ["QUEUES"]`` may map a
+queue name to options; ``{"cm": {"shards": 6}}`` makes ``get_queue("cm")`` an
+:class:`echomq.ShardedQueue` of 6 shards."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 _lock = threading.Lock()
 _client = None
 _url = None
 
 
+_cluster = None
+
+
+def _conf() -> dict:
+    from django.conf import settings
+
+    return getattr(settings, "ECHOMQ", {}) or {}
+
+
+def embedded_cluster_dir(conf: dict) -> str:
+    return str(Path(conf.get("EMBEDDED_DIR") or "var/valkey") / "cluster")
+
+
+def is_cluster() -> bool:
+    """Whether the shared client is a RedisCluster (set, or the embedded cluster)."""
+    if _cluster is not None:
+        return _cluster
+    conf = _conf()
+    return bool(conf.get("CLUSTER") or (not conf.get("URL") and conf.get("CLUSTER_NODES")))
+
+
 def valkey_url() -> str:
-    """The configured VALKEY_URL, or the embedded server's (started if needed)."""
+    """The configured VALKEY_URL, or the embedded server's or cluster's (started if needed)."""
     global _url
     if _url is None:
-        from django.conf import settings
-
-        conf = getattr(settings, "ECHOMQ", {})
+        conf = _conf()
         if conf.get("URL"):
             _url = conf["URL"]
         else:
             from echomq import embedded
 
-            _url = embedded.ensure(conf.get("EMBEDDED_DIR") or "var/valkey")
+            if conf.get("CLUSTER_NODES"):
+                _url = embedded.ensure_cluster(embedded_cluster_dir(conf), primaries=int(conf["CLUSTER_NODES"]))
+            else:
+                _url = embedded.ensure(conf.get("EMBEDDED_DIR") or "var/valkey")
     return _url
+
+
+def make_client(url: str, cluster: bool):
+    """A client as the project makes them: ``RedisCluster`` on a cluster."""
+    import redis
+
+    common = dict(socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
+    if cluster:
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(url, **common)
+    return redis.Redis.from_url(url, **common)
 
 
 def get_client():
@@ -40,21 +82,29 @@ def get_client():
     global _client
     with _lock:
         if _client is None:
-            import redis
-
-            _client = redis.Redis.from_url(valkey_url(), socket_timeout=10,
-                                           socket_connect_timeout=5, health_check_interval=30)
+            _client = make_client(valkey_url(), is_cluster())
         return _client
 
 
-def reset_client(url: str | None = None) -> None:
-    """Forget the cached client (tests point the process at another server)."""
-    global _client, _url
+def reset_client(url: str | None = None, *, cluster: bool | None = None) -> None:
+    """Forget the cached client (tests point the process at another server;
+    ``cluster`` overrides the settings' CLUSTER flag until the next reset)."""
+    global _client, _url, _cluster
     with _lock:
-        _client, _url = None, url
+        _client, _url, _cluster = None, url, cluster
+
+
+def queue_options(name: str) -> dict:
+    queues = _conf().get("QUEUES") or {}
+    opts = queues.get(name) if isinstance(queues, dict) else None
+    return opts if isinstance(opts, dict) else {}
 
 
 def get_queue(name: str):
-    from echomq import Queue
+    """The queue ``name``: a ShardedQueue when ECHOMQ["QUEUES"][name]["shards"] > 1."""
+    from echomq import Queue, ShardedQueue
 
+    shards = int(queue_options(name).get("shards", 1))
+    if shards > 1:
+        return ShardedQueue(name, get_client(), shards=shards)
     return Queue(name, get_client())

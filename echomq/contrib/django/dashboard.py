@@ -59,12 +59,30 @@ def discover_queues(client, *, count: int = 1000) -> list[str]:
     return sorted(found)
 
 
+def shard_queue_names(conf: dict) -> set[str]:
+    """The shard queues of the configured sharded queues (listed under their queue)."""
+    from echomq.sharded import shard_names
+
+    queues = conf.get("QUEUES") or {}
+    out = set()
+    if isinstance(queues, dict):
+        for name, opts in queues.items():
+            shards = opts.get("shards", 1) if isinstance(opts, dict) else 1
+            try:
+                if int(shards) > 1:
+                    out.update(shard_names(name, int(shards)))
+            except (InvalidName, TypeError, ValueError):
+                log.warning("ECHOMQ['QUEUES'][%r] has a bad shard count %r; ignored", name, shards)
+    return out
+
+
 def all_queues(client, conf: dict | None = None) -> list[str]:
-    """Configured queues first (in their order), then any others discovered."""
+    """Configured queues first (in their order), then any others discovered
+    (but not the shards of a sharded queue: it is shown as one queue)."""
     conf = settings_conf() if conf is None else conf
     names = configured_queues(conf)
     if conf.get("DISCOVER_QUEUES", True):
-        seen = set(names)
+        seen = set(names) | shard_queue_names(conf)
         names += [q for q in discover_queues(client) if q not in seen]
     return names
 
@@ -214,7 +232,14 @@ def queue_page(queue: Queue, *, limit: int = 50, lanes: int = 10, minutes: int =
         "pending": queue.pending_ids(limit),
         "completed": recent_completed(queue, min(limit, 50)),
         "limit": limit,
+        "shards": shard_rows(queue),
     }
+
+
+def shard_rows(queue) -> list[dict]:
+    """A sharded queue's per-shard counts and the node serving each shard;
+    empty for a plain queue."""
+    return queue.shard_counts() if hasattr(queue, "shard_counts") else []
 
 
 # Row fields shown first on the job page, in this order, with what they mean.

@@ -29,7 +29,7 @@ from django.views.decorators.http import require_http_methods
 from echomq import Queue, ids, keyspace
 from echomq.errors import InvalidName, JobNotFound, KindError, WrongState
 
-from . import audit, dashboard, get_client, resolvers
+from . import audit, dashboard, get_client, get_queue, resolvers
 from .models import OPERATE, VIEW
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def staff_page(methods, *, operate: bool = False):
 # -- input -----------------------------------------------------------------
 def _queue(name: str, *, must_exist: bool = True) -> Queue:
     try:
-        queue = Queue(name, get_client())
+        queue = get_queue(name)  # a ShardedQueue when ECHOMQ["QUEUES"] gives it shards
     except InvalidName:
         raise PageError(400, "Ill-formed queue name",
                         f"{name!r} is not a queue name: names are 1 to 128 of A-Z a-z 0-9 . _ - "
@@ -191,7 +191,7 @@ def overview(request):
     term = (request.GET.get("q") or "").strip()
     if term:
         return _search(request, client, names, term)
-    rows = [dashboard.overview_row(Queue(name, client)) for name in names]
+    rows = [dashboard.overview_row(get_queue(name)) for name in names]
     totals = {k: sum(r["counts"][k] for r in rows)
               for k in ("pending", "active", "scheduled", "dead", "completed", "dead_total")}
     return _render(request, "echomq/admin/overview.html", _context(

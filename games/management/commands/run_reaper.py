@@ -8,7 +8,7 @@ from django.db import close_old_connections
 
 from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
-from games import guesses, settlement, tasks
+from games import guesses, leaderboard, settlement, tasks
 from games.management.commands.run_notifier import LEGACY_NOTIFY
 from games.management.runner import add_metrics_argument, describe_db
 
@@ -40,6 +40,8 @@ class Command(BaseCommand):
                             help="re-send guesses still queued after this long")
         parser.add_argument("--sweep-every-s", type=float, default=1.0)
         add_metrics_argument(parser)
+        parser.add_argument("--heal-every-s", type=float, default=1.0,
+                            help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
 
     def handle(self, *args, **o):
         after = timedelta(seconds=o["relay_after_s"])
@@ -50,8 +52,12 @@ class Command(BaseCommand):
         def close_due_rounds():
             return settlement.close_due_rounds()
 
+        def heal_boards():
+            return leaderboard.heal()
+
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
-                    Every(close_due_rounds, o["sweep_every_s"])]
+                    Every(close_due_rounds, o["sweep_every_s"]),
+                    Every(heal_boards, o["heal_every_s"])]
         queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE)]
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")

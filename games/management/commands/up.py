@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from echomq.contrib.django import valkey_url
+from echomq.contrib.django import embedded_cluster_dir, is_cluster, valkey_url
 
 
 class Command(BaseCommand):
@@ -45,6 +45,8 @@ class Command(BaseCommand):
         if not o["no_web"]:
             call_command("collectstatic", interactive=False, verbosity=0)
         env = dict(os.environ, VALKEY_URL=valkey_url(), PYTHONUNBUFFERED="1")
+        if is_cluster():  # the children talk to the same cluster, as RedisCluster clients
+            env["VALKEY_CLUSTER"] = "1"
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         specs = {f"scoreworker{i + 1}": manage + ["run_scoreworker"] for i in range(o["scoreworkers"])}
         specs["notifier"] = manage + ["run_notifier"]
@@ -84,6 +86,9 @@ class Command(BaseCommand):
             if not settings.ECHOMQ.get("URL"):  # we run the install's embedded server: stop it too
                 from echomq import embedded
 
-                embedded.stop(settings.ECHOMQ["EMBEDDED_DIR"])
+                if settings.ECHOMQ.get("CLUSTER_NODES"):
+                    embedded.stop_cluster(embedded_cluster_dir(settings.ECHOMQ))
+                else:
+                    embedded.stop(settings.ECHOMQ["EMBEDDED_DIR"])
                 self.stdout.write("embedded valkey stopped (its append-only file keeps the queues)")
         self.stdout.write("all stopped")
