@@ -18,14 +18,24 @@ import logging
 import threading
 import time
 
-import redis
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+
+from echomq import UNAVAILABLE
 
 log = logging.getLogger("codemojex.cache")
 
-DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+DOWN = UNAVAILABLE  # Valkey unreachable, or a cluster mid-failover
 WARN_EVERY_S = 10.0
+
+
+class _ClusterCacheClient(RedisCacheClient):
+    """Django's cache client over EchoMQ's shared RedisCluster client."""
+
+    def get_client(self, key=None, *, write=False):
+        from echomq.contrib.django import get_client
+
+        return get_client()
 
 
 class ValkeyCache(RedisCache):
@@ -39,9 +49,16 @@ class ValkeyCache(RedisCache):
     @property
     def _cache(self):
         """One client (with its connection pool) per Valkey URL per process,
-        shared by every thread's cache handle."""
-        from echomq.contrib.django import valkey_url
+        shared by every thread's cache handle. On the EchoMQ Valkey Cluster
+        it is EchoMQ's own RedisCluster client (it follows the topology)."""
+        from echomq.contrib.django import is_cluster, valkey_url
 
+        if not (self._servers and self._servers[0]) and is_cluster():
+            client = self._clients.get("cluster")
+            if client is None:
+                with self._clients_lock:
+                    client = self._clients.setdefault("cluster", _ClusterCacheClient([""], **self._options))
+            return client
         url = self._servers[0] if self._servers and self._servers[0] else valkey_url()
         client = self._clients.get(url)
         if client is None:

@@ -113,7 +113,9 @@ CACHES = {
     "default": {
         "BACKEND": "codemojex_site.cache.ValkeyCache",
         "LOCATION": env.str("CACHE_URL", default=""),  # empty: the EchoMQ Valkey
-        "KEY_PREFIX": "cm:cache",
+        # One hash tag: on a Valkey Cluster every cache key shares a slot, so
+        # get_many/delete_many stay single-slot commands.
+        "KEY_PREFIX": "{cm:cache}",
         "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 1},
     },
 }

@@ -282,7 +282,7 @@ class ShardedQueue:
                 raise _typed(reply[0])
             got = self.parse_claim(reply[0])
             jobs += got
-            if not got:
+            if not got and not self.has_hot():  # every shard asked has run dry
                 break
         return jobs
 

@@ -3,9 +3,20 @@ Valkey key with its type, value and TTL presence, and chosen database rows."""
 from __future__ import annotations
 
 
+def _cache_prefix() -> bytes:
+    from django.conf import settings
+
+    return settings.CACHES["default"].get("KEY_PREFIX", "").encode()
+
+
 def valkey_snapshot(client) -> dict:
+    """Every key but Django's cache (a request may cache its user and
+    session there; that is not state an operation changes)."""
     out = {}
+    cache = _cache_prefix()
     for key in sorted(client.scan_iter(count=1000)):
+        if cache and key.startswith(cache):
+            continue
         kind = client.type(key).decode()
         if kind == "string":
             value = client.get(key)
