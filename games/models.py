@@ -15,9 +15,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from .emoji_sets import DEFAULT_KEYBOARD_SIZE, validate_emoji_set
 from .fields import BrandedIdField
 
-DEFAULT_KEYBOARD_SIZE = 24
 DEFAULT_BLIND_WEIGHTS = [40, 25, 15, 12, 8]
 
 
@@ -36,7 +36,9 @@ class EmojiSet(models.Model):
 
     slug = models.SlugField(unique=True)
     title = models.CharField(max_length=80)
-    emojis = models.JSONField(help_text="a list of emoji strings, each one opaque")
+    emojis = models.JSONField(validators=[validate_emoji_set],
+                              help_text=f"a list of at least {DEFAULT_KEYBOARD_SIZE} distinct emojis, "
+                                        "each one emoji (ZWJ sequences and skin tones count as one)")
 
     class Meta:
         ordering = ["slug"]

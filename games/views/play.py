@@ -27,6 +27,7 @@ from ..errors import SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry, Wallet
+from ..ratelimit import limited
 from .common import amount, emoji_name, player_required
 
 log = logging.getLogger("games.views")
@@ -189,6 +190,7 @@ def lock(request, round_id: str):
 
 @require_POST
 @player_required
+@limited("guess")
 def guess(request, round_id: str):
     """Submit the draft. The page comes back with the guess listed as
     queued; the poll (or a reload) shows its score."""
