@@ -92,7 +92,7 @@ class RequestGuard:
             problem = self._problem(request)
             if problem:
                 request._post, request._files = QueryDict(), MultiValueDict()
-                log.info("refused an unreadable form POST to %s: %s", request.path, problem)
+                log.debug("refused an unreadable form POST to %s: %s", request.path, problem)
                 return bad_request(request, detail=problem)
         return self.get_response(request)
 
