@@ -131,6 +131,45 @@ def test_unreadable_bodies_are_400_on_every_post_url(family, rnd, player, staff,
         assert snapshot(valkey) == before, (family, url)
 
 
+def every_route(rnd) -> list[str]:
+    """Every URL the site routes, its parameters filled with real-looking
+    values: routes other code adds later are covered without editing this."""
+    import re
+
+    from django.urls import URLResolver, get_resolver
+
+    def walk(resolver, prefix=""):
+        for p in resolver.url_patterns:
+            if isinstance(p, URLResolver):
+                yield from walk(p, prefix + str(p.pattern))
+            else:
+                yield prefix + str(p.pattern)
+
+    fill = {"queue": "cm", "job_id": "JOB0KHTOWnGLuC", "content_type_id": "1", "app_label": "games"}
+    urls = set()
+    for route in walk(get_resolver()):
+        route = route.replace("^(?P<app_label>", "").replace("(?P<url>.*)$", "nowhere/")
+        route = re.sub(r"\|[^/]*\)/\$$", "/", route)  # admin's app index: the first app label
+        route = re.sub(r"<(?:\w+:)?(\w+)>", lambda m: fill.get(m[1], rnd.pk), route)
+        urls.add("/" + route)
+    return sorted(urls)
+
+
+def test_a_utf16_form_is_400_on_every_routed_url(rnd, player, staff, valkey):
+    """The report's case against every route there is, as staff (who may
+    reach them all) and as a player: 400, nothing written."""
+    routes = every_route(rnd)
+    assert len(routes) > 100 and "/login/" in routes and f"/rounds/{rnd.pk}/guess/" in routes
+    clients = [strict_client(staff), strict_client(player.user)]
+    before = snapshot(valkey)
+    body = "username=a&password=b&keys=1".encode("utf-16")
+    for url in routes:
+        for c in clients:
+            resp = post(c, url, body, FORM + "; charset=utf-16")
+            assert resp.status_code == 400 and "must be sent as UTF-8" in resp.content.decode(), url
+    assert snapshot(valkey) == before
+
+
 def test_the_charset_bug_of_the_issue(rnd, player):
     """The report: a UTF-16 form answered 500 on every form, log-in and
     sign-up included. Now a 400 that says why."""
@@ -155,6 +194,23 @@ def test_error_pages_answer_even_when_the_site_template_cannot(rnd, player, monk
     assert resp.status_code == 400 and "must be sent as UTF-8" in resp.content.decode()
     resp = Client(raise_request_exception=False).get("/no/such/page/")
     assert resp.status_code == 404 and "Not found" in resp.content.decode()
+
+
+def test_a_crash_is_the_500_page_even_after_an_unparsed_body(player, monkeypatch):
+    """handler500 renders without the request: it neither re-reads a body
+    nor asks the database, so a crash answers the readable 500 page."""
+    from games.views import account
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("bug")
+
+    c = strict_client(player.user)
+    monkeypatch.setattr(account.wallet, "balances", crash)
+    resp = c.get("/wallet/")
+    assert resp.status_code == 500 and "Something went wrong" in resp.content.decode()
+    monkeypatch.setattr(account.wallet, "exchange_diamonds", crash)
+    resp = post(c, "/wallet/exchange/", b"keys=1")
+    assert resp.status_code == 500 and "Something went wrong" in resp.content.decode()
 
 
 # -- hostile field values, form by form --------------------------------------
