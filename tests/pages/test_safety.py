@@ -108,42 +108,73 @@ def test_admin_refuses_a_bad_set(staff, bad_set):
 
 
 # -- settings ------------------------------------------------------------------
-PRINT = ("import django; django.setup(); from django.conf import settings as s; "
-         "print(s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_PRELOAD, s.SECURE_PROXY_SSL_HEADER)")
+ENV_NAMES = ("SECRET_KEY", "DEBUG", "CODEMOJEX_DEV", "DATABASE_URL", "BEHIND_PROXY", "SECURE_HSTS_SECONDS",
+             "SECURE_HSTS_PRELOAD", "ALLOWED_HOSTS", "CODEMOJEX_VAR_DIR")
 
 
-def load_settings(tmp_path, code=PRINT, **env):
-    """Import the settings in a fresh interpreter with exactly ``env``
-    (plus what Python needs), as a production host would."""
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
-    base.update(DJANGO_SETTINGS_MODULE="codemojex_site.settings", CODEMOJEX_VAR_DIR=str(tmp_path / "var"),
-                ALLOWED_HOSTS="codemojex.example")
-    base.update(env)
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=base, capture_output=True, text=True,
-                          timeout=60)
+@pytest.fixture
+def load_settings(monkeypatch, tmp_path):
+    """Run the settings module afresh with exactly the given environment,
+    as a production host would load it; returns its names."""
+    import runpy
+
+    def load(**env) -> dict:
+        for name in ENV_NAMES:
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("CODEMOJEX_VAR_DIR", str(tmp_path / "var"))
+        monkeypatch.setenv("ALLOWED_HOSTS", "codemojex.example")
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return runpy.run_path(str(ROOT / "codemojex_site" / "settings.py"))
+
+    return load
 
 
-def test_production_refuses_to_start_without_a_secret_key(tmp_path):
-    out = load_settings(tmp_path)
-    assert out.returncode != 0 and "SECRET_KEY is not set and DEBUG is off" in out.stderr
+def test_production_refuses_to_start_without_a_secret_key(load_settings, tmp_path):
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY is not set and DEBUG is off"):
+        load_settings()
     assert not (tmp_path / "var" / "secret_key").exists()  # nothing generated silently
-    assert load_settings(tmp_path, SECRET_KEY="k" * 50).returncode == 0
-    dev = load_settings(tmp_path, CODEMOJEX_DEV="1")  # ./dev run, ./dev test
-    assert dev.returncode == 0, dev.stderr
+    assert load_settings(SECRET_KEY="k" * 50)["SECRET_KEY"] == "k" * 50
+    dev = load_settings(CODEMOJEX_DEV="1")  # ./dev run, ./dev test, ./dev manage
     key = tmp_path / "var" / "secret_key"
+    assert dev["SECRET_KEY"] == key.read_text().strip() and len(dev["SECRET_KEY"]) >= 50
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert load_settings(DEBUG="1")["SECRET_KEY"] == dev["SECRET_KEY"]
 
 
-def test_hsts_preload_only_with_a_one_year_max_age_and_proxy_headers_only_behind_a_proxy(tmp_path):
-    key = {"SECRET_KEY": "k" * 50}
-    assert load_settings(tmp_path, **key).stdout.split() == ["31536000", "True", "None"]
-    assert load_settings(tmp_path, SECURE_HSTS_SECONDS="3600", **key).stdout.split()[:2] == ["3600", "False"]
-    assert load_settings(tmp_path, SECURE_HSTS_PRELOAD="0", **key).stdout.split()[:2] == ["31536000", "False"]
-    behind = load_settings(tmp_path, BEHIND_PROXY="1", **key).stdout
-    assert behind.split()[2:] == ["('HTTP_X_FORWARDED_PROTO',", "'https')"]
+def test_hsts_preload_only_with_a_one_year_max_age(load_settings):
+    s = load_settings(SECRET_KEY="k" * 50)
+    assert (s["SECURE_HSTS_SECONDS"], s["SECURE_HSTS_PRELOAD"]) == (365 * 24 * 3600, True)
+    s = load_settings(SECRET_KEY="k" * 50, SECURE_HSTS_SECONDS="3600")
+    assert (s["SECURE_HSTS_SECONDS"], s["SECURE_HSTS_PRELOAD"]) == (3600, False)
+    assert load_settings(SECRET_KEY="k" * 50, SECURE_HSTS_PRELOAD="0")["SECURE_HSTS_PRELOAD"] is False
+
+
+def test_forwarded_proto_is_trusted_only_behind_a_proxy(load_settings):
+    assert "SECURE_PROXY_SSL_HEADER" not in load_settings(SECRET_KEY="k" * 50)
+    behind = load_settings(SECRET_KEY="k" * 50, BEHIND_PROXY="1")
+    assert behind["SECURE_PROXY_SSL_HEADER"] == ("HTTP_X_FORWARDED_PROTO", "https") and behind["BEHIND_PROXY"]
+
+
+def test_the_sqlite_file_is_created_owner_only(load_settings, tmp_path):
+    old = os.umask(0o022)
+    try:
+        s = load_settings(SECRET_KEY="k" * 50)
+        db = Path(s["DATABASES"]["default"]["NAME"])
+        assert db == tmp_path / "var" / "codemojex.sqlite3"
+        assert stat.S_IMODE(db.stat().st_mode) == 0o600
+        assert stat.S_IMODE((tmp_path / "var").stat().st_mode) == 0o700
+        db.chmod(0o644)  # an older, looser file is tightened
+        load_settings(SECRET_KEY="k" * 50)
+        assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
 
 
 def test_the_deploy_checks_pass_in_production(tmp_path):
+    """A real ``manage.py check --deploy`` in a production environment."""
     out = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
                          env={**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")},
                               "SECRET_KEY": "x" * 20 + "production-key-with-enough-entropy-1234567890",
@@ -152,22 +183,6 @@ def test_the_deploy_checks_pass_in_production(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_the_sqlite_file_is_created_owner_only(tmp_path):
-    old = os.umask(0o022)
-    try:
-        out = load_settings(tmp_path, code="import django; django.setup()", SECRET_KEY="k" * 50)
-        assert out.returncode == 0, out.stderr
-        db = tmp_path / "var" / "codemojex.sqlite3"
-        assert stat.S_IMODE(db.stat().st_mode) == 0o600
-        assert stat.S_IMODE((tmp_path / "var").stat().st_mode) == 0o700
-        db.chmod(0o644)  # an older, looser file is tightened
-        load_settings(tmp_path, code="import django; django.setup()", SECRET_KEY="k" * 50)
-        assert stat.S_IMODE(db.stat().st_mode) == 0o600
-    finally:
-        os.umask(old)
-
-
-# -- demo passwords --------------------------------------------------------------
 @pytest.mark.django_db
 def test_demo_passwords_are_shown_only_by_dev_run(settings, tmp_path):
     from games.management.commands.up import Command as Up
