@@ -27,8 +27,8 @@ from ..errors import SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry, Wallet
-from ..ratelimit import limited
 from .common import amount, emoji_name, player_required
+from ..ratelimit import limited
 
 log = logging.getLogger("games.views")
 

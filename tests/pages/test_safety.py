@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -34,9 +35,9 @@ def test_a_note_that_looks_like_a_round_id_does_not_break_the_wallet(play, playe
     resp = play.get("/wallet/")
     html = resp.content.decode()
     assert resp.status_code == 200
-    assert "<td>RNDticket 12/3</td>" in html  # text, not a link
+    assert "RNDticket 12/3" in html and "RNDticket" not in "".join(re.findall(r'href="[^"]*"', html))  # not a link
     assert "RND&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
-    assert f'<a href="/rounds/{rnd.pk}/">{rnd.pk}</a>' in html  # a real round id is linked
+    assert f'href="/rounds/{rnd.pk}/"' in html  # a real round id is linked
 
 
 # -- emoji sets ----------------------------------------------------------------
