@@ -19,7 +19,7 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
 
-from . import emoji_sets, engine, wallet
+from . import engine, wallet
 from .models import LedgerEntry, Round
 from .players import ensure_player
 
@@ -159,8 +159,6 @@ class RoundCreateForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         es, size = data.get("emoji_set"), data.get("keyboard_size")
-        for problem in emoji_sets.problems(es.emojis) if es is not None else []:
-            self.add_error("emoji_set", problem)  # the same check create_round makes
         if es is not None and size is not None and size > len(es.emojis):
             self.add_error("keyboard_size", f"The {es.title} set has only {len(es.emojis)} emojis.")
         weights = data.get("weights")

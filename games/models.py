@@ -11,10 +11,12 @@ settlement.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from . import emoji_sets
 from .emoji_sets import DEFAULT_KEYBOARD_SIZE, validate_emoji_set
 from .fields import BrandedIdField
 
@@ -87,6 +89,16 @@ class Round(models.Model):
     # Never include the secret or nonce here: these show up in logs and admin.
     def __str__(self) -> str:
         return f"{self.id} {self.title or self.kind} [{self.status}]"
+
+    def clean(self):
+        """A new round needs a set that can make one (an older row may
+        predate the set validator): every form that adds a round, the
+        admin's included, shows why on the set field."""
+        super().clean()
+        if self._state.adding and self.emoji_set_id is not None:
+            found = emoji_sets.problems(self.emoji_set.emojis)
+            if found:
+                raise ValidationError({"emoji_set": found})
 
     def __repr__(self) -> str:
         return f"<Round {self.id} kind={self.kind} status={self.status}>"
