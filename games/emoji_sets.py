@@ -99,12 +99,13 @@ def check(emojis: object) -> None:
         raise EmojiSetError(" ".join(found))
 
 
-def validate_emoji_set(emojis: object) -> None:
+def validate_emoji_set(emojis: object, field: str | None = None) -> None:
     """The model-field validator: every form that saves an ``EmojiSet`` (the
-    admin's included) runs it through ``full_clean``."""
+    admin's included) runs it through ``full_clean``; ``Round.clean`` runs it
+    too, naming its ``emoji_set`` field."""
     from django.core.exceptions import ValidationError
 
     found = problems(emojis)
     if found:
-        raise ValidationError(found, code="invalid_emoji_set")
+        raise ValidationError({field: found} if field else found, code="invalid_emoji_set")
 

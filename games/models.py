@@ -11,7 +11,6 @@ settlement.
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -96,9 +95,7 @@ class Round(models.Model):
         admin's included, shows why on the set field."""
         super().clean()
         if self._state.adding and self.emoji_set_id is not None:
-            found = emoji_sets.problems(self.emoji_set.emojis)
-            if found:
-                raise ValidationError({"emoji_set": found})
+            emoji_sets.validate_emoji_set(self.emoji_set.emojis, field="emoji_set")
 
     def __repr__(self) -> str:
         return f"<Round {self.id} kind={self.kind} status={self.status}>"
