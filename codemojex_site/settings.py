@@ -1,12 +1,18 @@
 """Settings for Codemojex.
 
 Everything that differs between a laptop and production comes from the
-environment (read with django-environ), with defaults that make a fresh clone
-work: SQLite under ``var/`` and an embedded Valkey started on first use.
+environment (read with django-environ). Production must set ``SECRET_KEY``
+(the settings refuse to load without it while DEBUG is off); a laptop says
+so with ``CODEMOJEX_DEV=1`` (``./dev run`` and ``./dev test`` set it), which
+keeps a per-install key in ``var/secret_key``. Other defaults make a fresh
+clone work: SQLite under ``var/`` and an embedded Valkey started on first use.
 """
+import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("CODEMOJEX_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -19,27 +25,44 @@ env = environ.Env(
 environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
 
 DEBUG = env("DEBUG")
+# A developer's machine (the demo, the tests), said explicitly; never inferred.
+DEV = env.bool("CODEMOJEX_DEV", default=False)
+
+
+def _private_var_dir() -> Path:
+    """var/ holds the dev secret key, demo passwords, SQLite and Valkey data:
+    owner-only when we create it."""
+    VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return VAR_DIR
 
 
 def _install_secret_key() -> str:
-    """A random key kept in var/secret_key, made on first use, so a fresh
-    clone works without configuration; production sets SECRET_KEY."""
-    path = VAR_DIR / "secret_key"
+    """A random key kept in var/secret_key, made on first use, for a laptop
+    (DEBUG or CODEMOJEX_DEV); production sets SECRET_KEY."""
+    path = _private_var_dir() / "secret_key"
     if not path.exists():
         from django.core.management.utils import get_random_secret_key
 
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(get_random_secret_key())
-        path.chmod(0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(get_random_secret_key())
     return path.read_text().strip()
 
 
-SECRET_KEY = env.str("SECRET_KEY", default="") or _install_secret_key()
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not (DEBUG or DEV):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off. Production sets SECRET_KEY in the environment "
+            "(e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(50))'`); on a laptop "
+            "use ./dev run / ./dev test / ./dev manage, which set CODEMOJEX_DEV=1 to keep a key in var/.")
+    SECRET_KEY = _install_secret_key()
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
+    "axes",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -52,6 +75,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads request.POST: a form body is parsed once, and an
+    # unreadable one (wrong charset, NUL, too big) is a 400 right here.
+    "codemojex_site.errors.RequestGuard",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -59,6 +85,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a lock-out into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "codemojex_site.urls"
@@ -83,7 +111,24 @@ WSGI_APPLICATION = "codemojex_site.wsgi.application"
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'codemojex.sqlite3'}"),
 }
+
+
+def _private_sqlite_file(name: str) -> None:
+    """Create the SQLite file owner-only (0600) before SQLite does (it would
+    use the umask, usually 0644: every local user could read the players'
+    password hashes); tighten an existing one. SQLite gives its -wal and
+    -shm files the database file's permissions."""
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return
+    path = Path(name)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+
+
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    _private_sqlite_file(str(DATABASES["default"]["NAME"]))
     # Worker processes started by the tests must see the test database, so it
     # lives in a file rather than in memory.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-codemojex.sqlite3")}
@@ -128,6 +173,13 @@ AUTHENTICATION_BACKENDS = [
 ]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# django-axes first: it refuses a locked-out account or address before any
+# password is checked, and counts each failure.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -190,20 +242,52 @@ TASKS = {
     },
 }
 
+# Behind a reverse proxy (TLS terminated there), say so with BEHIND_PROXY=1:
+# only then are its X-Forwarded-Proto (is the request HTTPS?) and the last
+# X-Forwarded-For hop (the client's address, for rate limits) believed.
+# Without it those headers are whatever the client sent, so they are ignored.
+BEHIND_PROXY = env.bool("BEHIND_PROXY", default=False)
+if BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 # Production hardening; `manage.py check --deploy` passes with DEBUG off.
-# Served under a real host name, plain HTTP is redirected to HTTPS (behind a
-# proxy that sets X-Forwarded-Proto); on the loopback-only default hosts of a
-# laptop (`./dev run`, the browser tests) it is not, as there is no TLS there.
+# Served under a real host name, plain HTTP is redirected to HTTPS; on the
+# loopback-only default hosts of a laptop (`./dev run`, the browser tests) it
+# is not, as there is no TLS there.
 _LOOPBACK = {"localhost", "127.0.0.1", "[::1]"}
+ONE_YEAR = 365 * 24 * 3600  # the shortest max-age the HSTS preload list accepts
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not set(ALLOWED_HOSTS) <= _LOOPBACK)
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=ONE_YEAR)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    # Ask to be preloaded only with a max-age the preload list accepts; a
+    # shorter max-age (while trying HSTS out) sends no preload directive.
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True) and SECURE_HSTS_SECONDS >= ONE_YEAR
     SECURE_CONTENT_TYPE_NOSNIFF = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# No form here is larger than a few KiB; refuse huge bodies early (a 400).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=256 * 1024)
+
+# Rate limits (games.ratelimit): "count/period", period s, m, h or d with an
+# optional multiplier ("10/15m"); empty turns a limit off. Sign-ups are per
+# client address (each new account is credited a starting balance);
+# guesses are per player.
+RATE_LIMITS = {
+    "signup": env.str("RATE_LIMIT_SIGNUP", default="5/h"),
+    "guess": env.str("RATE_LIMIT_GUESS", default="3/s"),
+}
+
+# Log-in failures (django-axes): after LOGIN_FAILURE_LIMIT failures for one
+# account, or from one address, log-ins are refused with a 429 page until
+# LOGIN_COOLOFF_MINUTES pass without another failure.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "games.ratelimit.client_ip"
+AXES_LOCKOUT_CALLABLE = "games.ratelimit.lockout"
+AXES_DISABLE_ACCESS_LOG = True  # count failures; do not log every successful log-in
 
 LOGGING = {
     "version": 1,
@@ -211,5 +295,6 @@ LOGGING = {
     "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # axes: one WARNING line per failed log-in, not its INFO bookkeeping.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

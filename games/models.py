@@ -16,9 +16,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from . import emoji_sets
+from .emoji_sets import DEFAULT_KEYBOARD_SIZE, validate_emoji_set
 from .fields import BrandedIdField
 
-DEFAULT_KEYBOARD_SIZE = 24
 DEFAULT_BLIND_WEIGHTS = [40, 25, 15, 12, 8]
 
 
@@ -37,7 +38,9 @@ class EmojiSet(models.Model):
 
     slug = models.SlugField(unique=True)
     title = models.CharField(max_length=80)
-    emojis = models.JSONField(help_text="a list of emoji strings, each one opaque")
+    emojis = models.JSONField(validators=[validate_emoji_set],
+                              help_text=f"a list of at least {DEFAULT_KEYBOARD_SIZE} distinct emojis, "
+                                        "each one emoji (ZWJ sequences and skin tones count as one)")
 
     class Meta:
         ordering = ["slug"]
@@ -90,6 +93,14 @@ class Round(models.Model):
     # Never include the secret or nonce here: these show up in logs and admin.
     def __str__(self) -> str:
         return f"{self.id} {self.title or self.kind} [{self.status}]"
+
+    def clean(self):
+        """A new round needs a set that can make one (an older row may
+        predate the set validator): every form that adds a round, the
+        admin's included, shows why on the set field."""
+        super().clean()
+        if self._state.adding and self.emoji_set_id is not None:
+            emoji_sets.validate_emoji_set(self.emoji_set.emojis, field="emoji_set")
 
     def __repr__(self) -> str:
         return f"<Round {self.id} kind={self.kind} status={self.status}>"

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from django.utils import timezone
 
-from . import engine
+from . import emoji_sets, engine
 from .models import DEFAULT_KEYBOARD_SIZE, EmojiSet, Round
 
 SEPARATOR = "\x1e"
@@ -45,6 +45,12 @@ def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currenc
                  title: str = "") -> Round:
     """Create and save an open round; ``keyboard_size=None`` uses the whole set."""
     kind = Round.Kind(kind)
+    try:
+        # A repeated emoji could be drawn twice into the secret, which no
+        # guess can then match and settlement cannot pay: refuse the set.
+        emoji_sets.check(emoji_set.emojis)
+    except emoji_sets.EmojiSetError as exc:
+        raise RoundError(f"The emoji set {emoji_set.slug!r} cannot make a round: {exc}") from None
     pool = list(emoji_set.emojis)
     size = len(pool) if keyboard_size is None else keyboard_size
     if size < engine.SIZE or size > len(pool):

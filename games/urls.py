@@ -1,5 +1,5 @@
-"""The player pages. Log in / log out are Django's own views (log out is a
-POST); everything else is in ``games.views``."""
+"""The player pages. Log out is Django's own view (a POST); log in is
+Django's with a 400 on a refused form; everything else is in ``games.views``."""
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
@@ -8,8 +8,7 @@ from . import views
 urlpatterns = [
     path("", views.lobby, name="lobby"),
     path("signup/", views.signup, name="signup"),
-    path("login/", auth_views.LoginView.as_view(template_name="games/login.html",
-                                                redirect_authenticated_user=True), name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("rounds/<str:round_id>/", views.round_page, name="round"),
     path("rounds/<str:round_id>/compose/", views.compose, name="compose"),

@@ -1,15 +1,16 @@
-"""Sign-up, the wallet (balances, ledger, exchanging diamonds for keys)
-and notifications."""
+"""Log-in and sign-up, the wallet (balances, ledger, exchanging diamonds
+for keys) and notifications."""
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import wallet
+from .. import ratelimit, wallet
 from ..forms import STARTING_BALANCE, ExchangeForm, SignUpForm
 from ..models import LedgerEntry, Notification
 from .common import player_required
@@ -17,12 +18,33 @@ from .common import player_required
 LEDGER_PAGE = 50
 
 
+class LoginView(auth_views.LoginView):
+    """Django's log-in; a refused form answers 400, like every other form
+    here. Failed attempts are counted by django-axes, which answers 429
+    (``ratelimit.lockout``) once an account or an address has too many."""
+
+    template_name = "games/login.html"
+    redirect_authenticated_user = True
+
+    def form_invalid(self, form):
+        return self.render_to_response(self.get_context_data(form=form), status=400)
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    """Create an account, credit the starting balance, log in, go play."""
+    """Create an account, credit the starting balance, log in, go play.
+
+    Every new account gets free currency, so accounts made from one address
+    are limited (``RATE_LIMITS["signup"]``); a refused form gives its hit back."""
     if request.user.is_authenticated:
         return redirect("lobby")
     form = SignUpForm(request.POST) if request.method == "POST" else SignUpForm()
+    if form.is_bound:
+        h = ratelimit.hit("signup", ratelimit.client_ip(request))
+        if not h.allowed:
+            return ratelimit.too_many(request, "signup", h.retry_after)
+        if not form.is_valid():
+            ratelimit.undo(h)
     if form.is_bound and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")

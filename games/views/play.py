@@ -30,6 +30,7 @@ from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as comp
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry, Wallet
 from .common import amount, emoji_name, player_required
+from ..ratelimit import limited
 
 log = logging.getLogger("games.views")
 
@@ -191,6 +192,7 @@ def lock(request, round_id: str):
 
 @require_POST
 @player_required
+@limited("guess")
 def guess(request, round_id: str):
     """Submit the draft. The page comes back with the guess listed as
     queued; the poll (or a reload) shows its score. An accepted guess reads

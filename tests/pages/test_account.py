@@ -47,7 +47,7 @@ def test_log_in_and_log_out_by_post(client):
     get_user_model().objects.create_user("lou", password=PASSWORD)
     assert client.get("/login/").status_code == 200
     bad = client.post("/login/", {"username": "lou", "password": "wrong"})
-    assert bad.status_code == 200 and "enter a correct username and password" in bad.content.decode()
+    assert bad.status_code == 400 and "enter a correct username and password" in bad.content.decode()
     resp = client.post("/login/", {"username": "lou", "password": PASSWORD, "next": "/wallet/"})
     assert resp.status_code == 302 and resp["Location"] == "/wallet/"
     assert client.get("/login/").status_code == 302  # already in

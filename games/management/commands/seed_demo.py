@@ -1,6 +1,7 @@
 """A playable demo: emoji sets, players with balances, open rounds, an admin.
 
 Idempotent: run it any number of times; it only adds what is missing."""
+import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -41,10 +42,14 @@ class Command(BaseCommand):
         if user is None:
             password = secrets.token_urlsafe(12)
             user = User.objects.create_user(name, password=password, is_staff=staff, is_superuser=staff)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(password + "\n")
-            path.chmod(0o600)
-            self.stdout.write(f"user {name} created, password {password} (also in {path})")
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.unlink(missing_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others
+            with os.fdopen(fd, "w") as f:
+                f.write(password + "\n")
+            # The password goes to an owner-only file, never to this output
+            # (which lands in logs); `./dev run` shows it in its banner.
+            self.stdout.write(f"user {name} created (password in {path})")
         else:
             where = f"password in {path}" if path.exists() else "password unchanged"
             self.stdout.write(f"user {name} exists ({where})")

@@ -1,0 +1,146 @@
+"""Rate limits: failed log-ins per account and per address (django-axes),
+sign-ups per address, guesses per player per second; each refusal is a
+readable 429 page with Retry-After, and changes nothing."""
+from __future__ import annotations
+
+import pytest
+import redis
+from axes.models import AccessAttempt
+from django.contrib.auth import get_user_model
+
+from games import ratelimit
+from games.models import Guess, LedgerEntry
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a-long-enough-pass-42"
+LIMIT = 10  # settings.AXES_FAILURE_LIMIT's default: the LIMITth failure locks
+
+
+def log_in(client, username, password, addr="10.0.0.1", **headers):
+    return client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=addr, **headers)
+
+
+def assert_429(resp, words):
+    text = resp.content.decode()
+    assert resp.status_code == 429 and "Too many tries" in text and words in text, text[:500]
+    assert int(resp["Retry-After"]) > 0
+
+
+def test_forty_wrong_passwords_lock_the_account(client, settings):
+    assert settings.AXES_FAILURE_LIMIT == LIMIT
+    get_user_model().objects.create_user("lou", password=PASSWORD)
+    answers = [log_in(client, "lou", f"guess-{i}").status_code for i in range(40)]
+    assert answers[:LIMIT - 1] == [400] * (LIMIT - 1) and answers[LIMIT - 1:] == [429] * (41 - LIMIT)
+    resp = log_in(client, "lou", PASSWORD)  # even the right password waits out the cool-off
+    assert_429(resp, "Too many failed log-ins")
+    assert "_auth_user_id" not in client.session
+
+
+def test_failures_count_per_account_across_addresses(client):
+    get_user_model().objects.create_user("lou", password=PASSWORD)
+    for i in range(LIMIT - 1):
+        assert log_in(client, "lou", "wrong", addr=f"10.0.1.{i}").status_code == 400
+    assert log_in(client, "lou", "wrong", addr="10.0.1.99").status_code == 429
+    assert_429(log_in(client, "lou", PASSWORD, addr="10.0.2.1"), "Too many failed log-ins")
+    # another account from a fresh address is not affected
+    get_user_model().objects.create_user("mia", password=PASSWORD)
+    assert log_in(client, "mia", PASSWORD, addr="10.0.2.2").status_code == 302
+
+
+def test_failures_count_per_address_across_accounts(client):
+    get_user_model().objects.create_user("mia", password=PASSWORD)
+    for i in range(LIMIT - 1):
+        assert log_in(client, f"nobody{i}", "wrong", addr="10.0.3.1").status_code == 400
+    assert log_in(client, "nobody99", "wrong", addr="10.0.3.1").status_code == 429
+    assert_429(log_in(client, "mia", PASSWORD, addr="10.0.3.1"), "Too many failed log-ins")
+    assert log_in(client, "mia", PASSWORD, addr="10.0.3.2").status_code == 302
+
+
+def test_a_forged_forwarded_for_does_not_dodge_the_address_limit(client):
+    """Without BEHIND_PROXY the X-Forwarded-For header is the client's own
+    word: every attempt still counts against REMOTE_ADDR."""
+    for i in range(LIMIT):
+        log_in(client, f"nobody{i}", "wrong", addr="10.0.4.1", HTTP_X_FORWARDED_FOR=f"192.0.2.{i}")
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"10.0.4.1"}
+    get_user_model().objects.create_user("mia", password=PASSWORD)
+    assert log_in(client, "mia", PASSWORD, addr="10.0.4.1", HTTP_X_FORWARDED_FOR="192.0.2.99").status_code == 429
+
+
+def test_behind_a_proxy_the_last_forwarded_hop_is_the_address(rf, settings):
+    request = rf.get("/", REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
+    settings.BEHIND_PROXY = False
+    assert ratelimit.client_ip(request) == "10.9.9.9"
+    settings.BEHIND_PROXY = True
+    assert ratelimit.client_ip(request) == "203.0.113.7"  # the hop our proxy appended; 6.6.6.6 is forgeable
+    assert ratelimit.client_ip(rf.get("/", REMOTE_ADDR="10.9.9.9")) == "10.9.9.9"
+
+
+def sign_up(client, name, addr="10.1.0.1", password2=PASSWORD):
+    return client.post("/signup/", {"username": name, "password1": PASSWORD, "password2": password2},
+                       REMOTE_ADDR=addr)
+
+
+def test_sign_ups_per_address(client, settings):
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "signup": "3/h"}
+    for i in range(3):  # refused forms give their hit back
+        assert sign_up(client, f"typo{i}", password2="nope").status_code == 400
+    for i in range(3):
+        assert sign_up(client, f"new{i}").status_code == 302
+        client.post("/logout/")
+    users, ledger = get_user_model().objects.count(), LedgerEntry.objects.count()
+    resp = sign_up(client, "onemore")
+    assert_429(resp, "Too many new accounts")
+    assert (get_user_model().objects.count(), LedgerEntry.objects.count()) == (users, ledger)
+    assert 0 < int(resp["Retry-After"]) <= 3600  # until the hour's window turns
+    assert sign_up(client, "elsewhere", addr="10.1.0.2").status_code == 302
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch):
+    """The limiter's clock, fixed mid-window and moved by hand."""
+    now = {"t": 1_800_000_000.5}
+    monkeypatch.setattr(ratelimit.time, "time", lambda: now["t"])
+    return now
+
+
+def test_guesses_per_player_per_second(play, player, make_player, make_round, client, frozen_clock, settings):
+    assert settings.RATE_LIMITS["guess"] == "3/s"
+    rnd = make_round()
+    url, guess = f"/rounds/{rnd.pk}/guess/", {f"slot{i}": e for i, e in enumerate(rnd.keyboard[:6])}
+    assert [play.post(url, guess).status_code for _ in range(3)] == [302] * 3
+    resp = play.post(url, guess, HTTP_REFERER=f"http://testserver/rounds/{rnd.pk}/")
+    assert_429(resp, "Too many guesses in a second")
+    assert f'href="http://testserver/rounds/{rnd.pk}/"' in resp.content.decode()  # the way back
+    assert Guess.objects.filter(player=player).count() == 3
+    assert LedgerEntry.objects.filter(player=player, reason="guess").count() == 3  # the refused one is free
+    other = make_player("bo", keys=5)  # the limit is per player
+    client.force_login(other.user)
+    assert client.post(url, guess).status_code == 302
+    frozen_clock["t"] += 1  # the next second
+    assert play.post(url, guess).status_code == 302
+
+
+def test_a_limit_lets_requests_through_when_valkey_is_down(client, monkeypatch, settings):
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "signup": "1/h"}
+
+    class Down:
+        def pipeline(self, **kw):
+            raise redis.exceptions.ConnectionError("refused")
+
+    monkeypatch.setattr(ratelimit, "get_client", lambda: Down())
+    assert sign_up(client, "a1").status_code == 302
+    client.post("/logout/")
+    assert sign_up(client, "a2").status_code == 302
+
+
+@pytest.mark.parametrize("text, rate", [("5/h", (5, 3600)), ("3/s", (3, 1)), ("10/15m", (10, 900)),
+                                        (" 2 / d ", (2, 86400))])
+def test_parse_rate(text, rate):
+    assert ratelimit.parse_rate(text) == ratelimit.Rate(*rate)
+
+
+@pytest.mark.parametrize("text", ["5", "5/x", "h/5", "-1/s", "", "5/0.5s"])
+def test_parse_rate_refuses(text):
+    with pytest.raises(ValueError):
+        ratelimit.parse_rate(text)
