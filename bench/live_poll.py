@@ -11,8 +11,9 @@ score worker process. The clients are threads in this process, one
 keep-alive connection each, and follow the page's schedule
 (games/static/games/play.js): open the round page once, then poll
 ``my-guesses.json`` every 3 s, every 0.5 s while one of their guesses is
-queued. Each player also submits a guess (a real POST with its CSRF token)
-every ``--guess-every`` seconds on average.
+queued. Each player also submits a guess (a real POST with its CSRF token,
+then the GET of the round page it redirects to) every ``--guess-every``
+seconds on average.
 
 What is measured, after a warm-up:
 * server CPU: user+system CPU seconds of the gunicorn processes (and,
@@ -140,6 +141,12 @@ class Player(threading.Thread):
             self.errors += 1
             return
         self.bench.count("guesses")
+        # The browser follows the redirect: the round page comes back (post/redirect/get).
+        status, html, _ = self.request("GET", headers.get("Location", f"/rounds/{self.bench.round_id}/"))
+        if status != 200:
+            self.errors += 1
+            return
+        self.csrf_form = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1).decode()
 
     def poll(self) -> None:
         t0 = time.monotonic()
@@ -380,7 +387,7 @@ def report(f: dict) -> str:
         ("guesses scored while measuring", f"{f['guesses_scored']}", f"{f['unseen']} never seen"),
         ("web CPU (gunicorn, all workers)", f"{f['web_cpu_per_s']:.2f} s/s",
          f"budget {CPU_BUDGET * f['players'] / 200:.2f} s/s: {'within' if ok_cpu else 'OVER'}"),
-        ("web CPU per poll", f"{f['web_cpu_ms_per_poll']:.1f} ms", "guess posts included"),
+        ("web CPU per poll", f"{f['web_cpu_ms_per_poll']:.1f} ms", "guess posts and their page loads included"),
         ("score worker CPU", f"{f['score_cpu_per_s']:.2f} s/s", ""),
         ("Valkey CPU", f"{f['valkey_cpu_per_s']:.3f} s/s", ""),
         ("scored -> visible p50", f"{f['lag_p50_ms']:.0f} ms", ""),

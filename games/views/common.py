@@ -77,6 +77,28 @@ def load_player(user) -> Player:
     return player
 
 
+SESSION_PLAYER = "cm_player"
+
+
+def _remember_player(request, player) -> None:
+    """Keep (user pk, player id) in the session, so the JSON poll needs no
+    query to know who is asking (written once per login)."""
+    pair = [request.user.pk, player.pk]
+    if request.session.get(SESSION_PLAYER) != pair:
+        request.session[SESSION_PLAYER] = pair
+
+
+def _light_player(request) -> Player:
+    """The asking player for a JSON endpoint: an unsaved ``Player`` carrying
+    only the ids, from the session when it has them (no query)."""
+    pair = request.session.get(SESSION_PLAYER)
+    if isinstance(pair, list) and len(pair) == 2 and pair[0] == request.user.pk:
+        return Player(pk=pair[1], user_id=request.user.pk)
+    player = load_player(request.user)
+    _remember_player(request, player)
+    return player
+
+
 def player_required(view=None, *, json: bool = False):
     """Log-in required; the view gets ``request.player`` (made on first use,
     so a staff account can play too). A JSON endpoint answers 401 JSON
@@ -88,7 +110,11 @@ def player_required(view=None, *, json: bool = False):
                 if json:
                     return JsonResponse({"error": "Log in first."}, status=401)
                 return redirect_to_login(request.get_full_path())
-            request.player = load_player(request.user)
+            if json:
+                request.player = _light_player(request)
+            else:
+                request.player = load_player(request.user)
+                _remember_player(request, request.player)
             return func(request, *args, **kwargs)
         return inner
     return wrap(view) if view is not None else wrap

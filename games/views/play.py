@@ -20,6 +20,7 @@ from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html_join
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -44,10 +45,13 @@ def _get_round(round_id: str) -> Round:
 
 
 @functools.lru_cache(maxsize=512)
-def _keyboard(round_id: str, keyboard: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """The round's keyboard with a readable name per key. A keyboard never
-    changes after creation, so this is computed once per round and process."""
-    return tuple((e, emoji_name(e)) for e in keyboard)
+def _keyboard(round_id: str, keyboard: tuple[str, ...]) -> str:
+    """The round's keyboard as HTML, one labelled button per key. A keyboard
+    never changes after creation, so this is rendered once per round and
+    process (it is most of the round page's markup)."""
+    action = reverse("compose", args=[round_id])
+    return format_html_join("", '<button type="submit" formaction="{}" name="key" value="{}" class="key" '
+                            'aria-label="{}">{}</button>', ((action, e, emoji_name(e), e) for e in keyboard))
 
 
 def get_shows_round(view):
@@ -74,10 +78,15 @@ def _sealed(rnd: Round) -> bool:
     return rnd.kind == Round.Kind.BLIND and not rnd.revealed
 
 
+GUESS_FIELDS = ("id", "round_id", "player_id", "emojis_final", "status", "total", "created_at")
+
+
 def _my_guesses(player: Player, rnd: Round):
     """Newest first; through the round's manager so each guess knows its
-    round without a query (``feedback_visible`` reads it)."""
-    return rnd.guesses.filter(player=player).order_by("-id")[:MAX_GUESSES_SHOWN]
+    round without a query (``feedback_visible`` reads it). Only the columns
+    a row shows; the per-position breakdown only once the round is revealed."""
+    fields = GUESS_FIELDS + (("breakdown",) if rnd.revealed else ())
+    return rnd.guesses.filter(player_id=player.pk).only(*fields).order_by("-id")[:MAX_GUESSES_SHOWN]
 
 
 def guess_row(g: Guess, rnd: Round) -> dict:
@@ -143,7 +152,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "rnd": rnd,
         "sealed": _sealed(rnd),
         "playable": playable,
-        "keyboard": _keyboard(rnd.pk, tuple(rnd.keyboard)),
+        "keyboard_html": _keyboard(rnd.pk, tuple(rnd.keyboard)) if playable else "",
         "slots": [{"index": i, "number": i + 1, "emoji": s, "name": emoji_name(s) if s else "",
                    "locked": i in my_locks} for i, s in enumerate(slots)],
         "guesses": rows,
@@ -277,7 +286,7 @@ def my_guesses(request, round_id: str):
     the live view of the others (players, recent activity, the top of the
     board and my neighbours, from Valkey). Only the asking player's guesses;
     totals and the board withheld while a blind round is sealed."""
-    rnd = Round.objects.filter(pk=round_id).first()
+    rnd = Round.objects.filter(pk=round_id).only("id", "kind", "status", "ends_at").first()
     if rnd is None:
         return JsonResponse({"error": "That round does not exist."}, status=404)
     rows = [guess_row(g, rnd) for g in _my_guesses(request.player, rnd)]
