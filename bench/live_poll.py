@@ -301,6 +301,7 @@ class Bench:
         web0, score0, valkey0 = tree_cpu(self.web.pid), cpu_seconds(self.score.pid), self.valkey_cpu()
         counts0 = dict(self.counts)
         t0, t0_wall = time.monotonic(), time.time()
+        self.load = [os.getloadavg()[0]]
         self.measuring = True
         step(f"measuring for {self.args.seconds:.0f} s")
         for left in range(int(self.args.seconds), 0, -10):
@@ -310,6 +311,7 @@ class Bench:
         elapsed = time.monotonic() - t0
         web1, score1, valkey1 = tree_cpu(self.web.pid), cpu_seconds(self.score.pid), self.valkey_cpu()
         t1_wall = time.time()
+        self.load.append(os.getloadavg()[0])
         self.measuring = False
         # Let the last guesses be seen before stopping the players.
         self.stop.wait(2 * POLL_PENDING_S + 1)
@@ -351,6 +353,7 @@ class Bench:
             "lag_max_ms": 1000 * max(lags) if lags else float("nan"),
             "poll_p50_ms": pct(polls, 50), "poll_p99_ms": pct(polls, 99),
             "errors": sum(p.errors for p in players), "database": "postgresql" if self.pg_name else "sqlite",
+            "load": self.load, "cpus": os.cpu_count(),
         }
 
     def close(self) -> None:
@@ -396,6 +399,7 @@ def report(f: dict) -> str:
         ("scored -> visible max", f"{f['lag_max_ms']:.0f} ms", ""),
         ("poll latency p50 / p99", f"{f['poll_p50_ms']:.0f} / {f['poll_p99_ms']:.0f} ms", ""),
         ("errors", f"{f['errors']}", ""),
+        ("machine load (1 min) start / end", f"{f['load'][0]:.1f} / {f['load'][1]:.1f}", f"{f['cpus']} CPUs"),
     ]
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)

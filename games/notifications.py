@@ -73,7 +73,7 @@ def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:
     rank = payout and payout["rank"]
     verb = "revealed" if rnd.kind == Round.Kind.BLIND else "settled"
     if prize:
-        text = f"Round {name} {verb}: you won {prize} diamonds with {best}/600."
+        text = f"Round {name} {verb}: you won {prize} diamond{'' if prize == 1 else 's'} with {best}/600."
         if payout and payout.get("tied", 1) > 1:  # the tie rule of games.payouts: tied players share
             text += f" You tied for #{payout['place']}: {payout['tied']} players split the pool."
     else:

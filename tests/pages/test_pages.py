@@ -134,3 +134,12 @@ def test_wallet_ledger_is_readable(play, player, make_round, django_capture_on_c
 def test_favicon(client):
     assert client.get("/favicon.ico")["Location"].endswith("games/favicon.svg")
     assert 'rel="icon"' in client.get("/rules/").content.decode()
+
+
+def test_one_key_is_singular_everywhere_on_the_wallet(client, make_player):
+    p = make_player("uno", keys=1, clips=2, diamonds=1)
+    client.force_login(p.user)
+    html = client.get("/wallet/").content.decode()
+    assert '<strong data-balance="keys">1</strong> key <small>' in html
+    assert '<strong data-balance="clips">2</strong> clips <small>' in html
+    assert "Wallet: 1 key, 2 clips, 1 diamond" in html
