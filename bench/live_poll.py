@@ -47,7 +47,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 POLL_OPEN_S = 3.0       # play.js: while the round is open
-POLL_PENDING_S = 0.5    # play.js: while a guess of mine is queued
+POLL_PENDING_S = 0.4    # play.js: while a guess of mine is queued
 CPU_BUDGET = 1.0        # web CPU seconds per wall second for 200 players (one of the 2 cores)
 LATENCY_BUDGET_S = 1.0  # p99 scored -> visible
 TICK = os.sysconf("SC_CLK_TCK")
@@ -127,6 +127,18 @@ class Player(threading.Thread):
         if status != 200:
             raise RuntimeError(f"round page answered {status}")
         self.csrf_form = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1).decode()
+        self.see(html)
+
+    def see(self, html: bytes) -> None:
+        """What the round page itself shows: queued guesses, and scores."""
+        now = time.time()
+        self.pending = set()
+        for status, gid in re.findall(rb'class="guess status-(\w+)[^"]*" data-guess="(GES\w+)"', html):
+            gid = gid.decode()
+            if status == b"queued":
+                self.pending.add(gid)
+            elif status == b"scored" and gid not in self.seen:
+                self.seen[gid] = now
 
     def guess(self) -> None:
         from urllib.parse import urlencode
@@ -147,6 +159,7 @@ class Player(threading.Thread):
             self.errors += 1
             return
         self.csrf_form = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1).decode()
+        self.see(html)
 
     def poll(self) -> None:
         t0 = time.monotonic()
@@ -174,9 +187,10 @@ class Player(threading.Thread):
             while not self.bench.stop.is_set():
                 now = time.monotonic()
                 if now >= next_guess:
-                    self.guess()
+                    self.guess()  # the page comes back; play.js then polls on its schedule
+                    now = time.monotonic()
                     next_guess = now + self.rng.expovariate(1 / self.bench.guess_every)
-                    next_poll = now  # the page comes back and the poll starts
+                    next_poll = now + (POLL_PENDING_S if self.pending else POLL_OPEN_S)
                     continue
                 if now >= next_poll:
                     self.poll()
