@@ -111,7 +111,7 @@ def explain(kind: str, pool: int, weights: list[int] | None = None) -> dict:
     weights = list(weights or [])
     if kind == CLASSIC:
         one, _ = classic(_fake([MAX_TOTAL - 100, 300]), pool)
-        two, house2 = classic(_fake([400, 400, 100]), pool)
+        two, _ = classic(_fake([400, 400, 100]), pool)
         three, house3 = classic(_fake([400, 400, 400]), pool)
         share1 = one[0][1] if one else 0
         summary = (f"Best total takes the pool (💎 {pool}); players tied at the best total split it evenly.")
@@ -119,15 +119,17 @@ def explain(kind: str, pool: int, weights: list[int] | None = None) -> dict:
             "The player with the best total takes the whole pool.",
             "Players tied at the best total split the pool evenly, whoever reached it first "
             "(the leaderboard lists them in that order, but they share one place and one prize).",
-            "The leftover of an uneven split stays with the house; so does the pool if nobody scores above 0.",
+            f"The leftover of an uneven split stays with the {DUST[CLASSIC]}; so does the pool if nobody "
+            "scores above 0.",
             "A perfect 600 ends the round at once.",
         ]
         table = [("Alone at the top", share1),
                  ("2 tied at the top, each", two[0][1] if two else 0),
                  ("3 tied at the top, each", three[0][1] if three else 0)]
-        house = [h for h in (house2, house3) if h]
+        if house3:
+            table.append(("3 tied: leftover to the house", house3))
         return {"kind": kind, "summary": summary, "lines": lines, "table": table,
-                "ties_share": True, "dust": DUST[kind], "weights": None, "example_house": house}
+                "ties_share": True, "dust": DUST[kind], "weights": None}
     paid, _ = blind(_fake([MAX_TOTAL - 100 * i for i in range(len(weights))]), pool, weights)
     shown = "/".join(str(w) for w in weights)
     summary = (f"Top {len(weights)} share the pool (💎 {pool}) by weights {shown}; "
@@ -139,11 +141,11 @@ def explain(kind: str, pool: int, weights: list[int] | None = None) -> dict:
         "each gets pool × weight ÷ the sum of the weights used, rounded down.",
         "Equal totals are ordered by who reached the total first, so they get different shares.",
         "With fewer players than weights, only their weights are used, so they share the whole pool.",
-        "The rounding leftover goes to rank 1.",
+        f"The rounding leftover goes to {DUST[BLIND]}; nobody above 0 means the pool stays with the house.",
     ]
     table = [(f"#{s.rank}", amt) for s, amt in paid]
     return {"kind": kind, "summary": summary, "lines": lines, "table": table,
-            "ties_share": False, "dust": DUST[kind], "weights": weights, "example_house": []}
+            "ties_share": False, "dust": DUST[kind], "weights": weights}
 
 
 def explain_round(rnd) -> dict:
