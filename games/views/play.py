@@ -168,6 +168,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "share": share.card(rnd, guesses) if rnd.revealed and guesses else "",
         "scoring": share.LEGEND,
         "diamonds_per_key": DIAMONDS_PER_KEY,
+        "repeated": [e for e in dict.fromkeys(slots) if e and slots.count(e) > 1],
     }
     return render(request, "games/round.html", context, status=status)
 

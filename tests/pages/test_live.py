@@ -183,3 +183,12 @@ def test_lock_buttons_explain_that_locks_are_free(play, make_round):
     resp = play.post(f"/rounds/{rnd.pk}/lock/", {"lock": "0", **slots(GUESS)}, follow=True)
     assert "Locks are free" in resp.content.decode()
     assert 'title="Locked (free)' in resp.content.decode()
+
+
+def test_the_composer_warns_about_a_repeated_emoji_without_javascript(play, make_round):
+    rnd = make_round(secret=SECRET)
+    resp = play.post(f"/rounds/{rnd.pk}/compose/", {"key": "🐶", **slots(["🐶", "", "", "", "", ""])})
+    html = play.get(resp["Location"]).content.decode()
+    assert re.search(r'data-dupes role="status">⚠️ 🐶 appears twice\. The secret has six different emojis', html)
+    clean = play.get(f"/rounds/{rnd.pk}/").content.decode()
+    assert 'data-dupes role="status" hidden></p>' in clean
