@@ -143,3 +143,22 @@ def test_one_key_is_singular_everywhere_on_the_wallet(client, make_player):
     assert '<strong data-balance="keys">1</strong> key <small>' in html
     assert '<strong data-balance="clips">2</strong> clips <small>' in html
     assert "Wallet: 1 key, 2 clips, 1 diamond" in html
+
+
+def test_classic_leaderboard_gives_tied_players_one_place(client, make_player, make_round,
+                                                          django_capture_on_commit_callbacks):
+    rnd = make_round(secret=SECRET, prize_pool=20)
+    half = ["🐼", SECRET[1], "🐻", SECRET[3], "🐨", "🐯"]
+    for name in ("amy", "bo"):
+        p = make_player(name)
+        client.force_login(p.user)
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(f"/rounds/{rnd.pk}/guess/", {f"slot{i}": e for i, e in enumerate(half)})
+    drain("cm", score_guess)
+    settlement.settle_round(rnd.pk, force=True)
+    html = client.get(f"/rounds/{rnd.pk}/leaderboard/").content.decode()
+    places = re.findall(r"<tr(?: class=\"me\" aria-current=\"true\")?>\s*<td>(\d+)</td><th scope=\"row\">(\w+)", html)
+    assert places == [("1", "amy"), ("1", "bo")]
+    assert "equal totals share a place" in html and html.count("💎 10") == 2
+    page = text(client.get(f"/rounds/{rnd.pk}/").content.decode())
+    assert "You tied for #1 (2 players share the pool) with 200/600 and won 💎 10." in page
