@@ -97,13 +97,15 @@ class Player(threading.Thread):
         self.csrf_cookie = ""
         self.csrf_form = ""
         self.pending: set[str] = set()
+        self.etag: str | None = None
         self.seen: dict[str, float] = {}  # guess id -> when first seen scored
         self.poll_ms: list[float] = []
         self.errors = 0
 
-    def request(self, method: str, path: str, body: str | None = None) -> tuple[int, bytes, dict]:
+    def request(self, method: str, path: str, body: str | None = None, extra: dict | None = None
+                ) -> tuple[int, bytes, dict]:
         cookies = f"sessionid={self.session}" + (f"; csrftoken={self.csrf_cookie}" if self.csrf_cookie else "")
-        headers = {"Cookie": cookies, "Accept": "application/json, text/html"}
+        headers = {"Cookie": cookies, "Accept": "application/json, text/html", **(extra or {})}
         if body is not None:
             headers.update({"Content-Type": "application/x-www-form-urlencoded", "Referer": self.bench.url + path,
                             "Origin": self.bench.url})
@@ -132,6 +134,7 @@ class Player(threading.Thread):
     def see(self, html: bytes) -> None:
         """What the round page itself shows: queued guesses, and scores."""
         now = time.time()
+        self.etag = None  # a fresh page: play.js starts without an ETag
         self.pending = set()
         for status, gid in re.findall(rb'class="guess status-(\w+)[^"]*" data-guess="(GES\w+)"', html):
             gid = gid.decode()
@@ -163,14 +166,19 @@ class Player(threading.Thread):
 
     def poll(self) -> None:
         t0 = time.monotonic()
-        status, data, _ = self.request("GET", f"/rounds/{self.bench.round_id}/my-guesses.json")
+        extra = {"If-None-Match": self.etag} if self.etag else {}
+        status, data, headers = self.request("GET", f"/rounds/{self.bench.round_id}/my-guesses.json", extra=extra)
         now = time.time()
         if self.bench.measuring:
             self.poll_ms.append((time.monotonic() - t0) * 1000)
         self.bench.count("polls")
+        if status == 304:
+            self.bench.count("not_modified")
+            return
         if status != 200:
             self.errors += 1
             return
+        self.etag = headers.get("ETag") or headers.get("Etag")
         body = json.loads(data)
         self.pending = set()
         for g in body["guesses"]:
@@ -223,6 +231,8 @@ class Bench:
                    VALKEY_URL=self.valkey_url, DEBUG="0", SECRET_KEY="bench-" + "x" * 50,
                    STATIC_ROOT=str(self.tmp / "static"), LOG_LEVEL="WARNING", PYTHONUNBUFFERED="1",
                    DJANGO_SETTINGS_MODULE="codemojex_site.settings")
+        if self.pg_name:
+            env["CONN_MAX_AGE"] = "60"  # persistent connections, as a PostgreSQL deployment would run
         return env
 
     def start(self) -> None:
@@ -359,6 +369,7 @@ class Bench:
         n_polls = self.counts.get("polls", 0) - counts0.get("polls", 0)
         return {
             "players": len(players), "seconds": elapsed, "polls": n_polls, "polls_per_s": n_polls / elapsed,
+            "not_modified": self.counts.get("not_modified", 0) - counts0.get("not_modified", 0),
             "guesses_scored": measured_scored, "unseen": unseen,
             "web_cpu_per_s": web_cpu / elapsed, "score_cpu_per_s": score_cpu / elapsed,
             "valkey_cpu_per_s": valkey_cpu / elapsed,
@@ -400,7 +411,7 @@ def report(f: dict) -> str:
         ("players polling one round page", f"{f['players']}", ""),
         ("database", f["database"], ""),
         ("measured for", f"{f['seconds']:.0f} s", ""),
-        ("polls answered", f"{f['polls']} ({f['polls_per_s']:.0f}/s)", ""),
+        ("polls answered", f"{f['polls']} ({f['polls_per_s']:.0f}/s)", f"{f['not_modified']} of them 304"),
         ("guesses scored while measuring", f"{f['guesses_scored']}", f"{f['unseen']} never seen"),
         ("web CPU (gunicorn, all workers)", f"{f['web_cpu_per_s']:.2f} s/s",
          f"budget {CPU_BUDGET * f['players'] / 200:.2f} s/s: {'within' if ok_cpu else 'OVER'}"),

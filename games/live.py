@@ -9,6 +9,9 @@ here reads keys the scoring path already keeps, plus two small ones:
   the last minute". Written by ``leaderboard.record`` in the same round trip
   as the leaderboard (``ZADD NX``, so a redelivered job counts once), and
   trimmed to the window there;
+* ``cm:ver:<RND>``, a counter bumped with every scored guess (same round
+  trip) and when the round closes (``touch``): the poll's ETag, so an
+  unchanged poll answers 304 without reading the round or the guesses;
 * ``cm:names``, a hash PLR id -> username: each page view of a player sets
   their own name (the view already has it), so neighbours' names are read
   without a query. A name never set (a player who only used the API) is read
@@ -35,8 +38,39 @@ TOP = 5          # the head of the board shown on the round page
 AROUND = 2       # neighbours either side of you
 
 
+VERSION_TTL_S = 86_400
+ETAG_BUCKET_S = 10  # "in the last minute" decays with time: answer in full at least this often
+
+
 def activity_key(round_id: str) -> str:
     return f"cm:act:{round_id}"
+
+
+def version_key(round_id: str) -> str:
+    return f"cm:ver:{round_id}"
+
+
+def touch(round_id: str, client=None) -> None:
+    """Mark the round changed (settled, voided) so every poll answers in
+    full; never raises -- at worst the poll notices within ETAG_BUCKET_S."""
+    try:
+        client = client or get_client()
+        client.incr(version_key(round_id))
+        client.expire(version_key(round_id), VERSION_TTL_S)
+    except Exception as exc:
+        log.warning("round %s version not bumped (%s); polls catch up within %ss", round_id, exc, ETAG_BUCKET_S)
+
+
+def etag(round_id: str, player_id: str, client=None, now: float | None = None) -> str | None:
+    """A weak ETag for a player's poll of a round: it changes when any guess
+    of the round is scored, when the round closes, and every ETAG_BUCKET_S.
+    None when Valkey does not answer (then the poll answers in full)."""
+    try:
+        version = (client or get_client()).get(version_key(round_id))
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return None
+    bucket = int((time.time() if now is None else now) // ETAG_BUCKET_S)
+    return f'W/"{int(version or 0)}.{bucket}.{player_id[-6:]}"'
 
 
 def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = None) -> None:
@@ -46,6 +80,8 @@ def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = Non
     pipe.zadd(key, {guess_id: now_ms}, nx=True)
     pipe.zremrangebyscore(key, 0, now_ms - ACTIVITY_WINDOW_MS)
     pipe.pexpire(key, ACTIVITY_WINDOW_MS * 2)
+    pipe.incr(version_key(round_id))
+    pipe.expire(version_key(round_id), VERSION_TTL_S)
 
 
 def _names(client, player_ids: list[str]) -> dict[str, str]:

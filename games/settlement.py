@@ -33,7 +33,7 @@ from django.utils import timezone
 from echomq import ids
 from echomq.contrib.django import get_queue
 
-from . import leaderboard, notifications, payouts, rounds, wallet
+from . import leaderboard, live, notifications, payouts, rounds, wallet
 from .models import Currency, Guess, LedgerEntry, Round
 from .scoring import score_locked
 
@@ -136,6 +136,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
             else:
                 done = _pay(rnd)
     notifications.enqueue_for_round(round_id)
+    live.touch(round_id)  # open pages poll in full and show the result
     if done.action != "already":
         log.info("round %s %s: payouts %s, house keeps %s", round_id, done.action,
                  [(p.player_id, amt) for p, amt in done.payouts], done.house)
@@ -184,6 +185,7 @@ def void_round(round_id: str, reason: str = "voided by an operator") -> Outcome:
             return Outcome(round_id, "already")
         done = _void(rnd, reason)
     notifications.enqueue_for_round(round_id)
+    live.touch(round_id)
     log.info("round %s voided (%s): %s guess charge(s) refunded", round_id, reason, rnd.result["refunded_guesses"])
     return done
 

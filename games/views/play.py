@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import redis
 from django.contrib import messages
 from django.db.models import Q
-from django.http import HttpResponseRedirect, JsonResponse
+from django.http import HttpResponseNotModified, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -286,18 +286,29 @@ def my_guesses(request, round_id: str):
     """The page's poll: my guesses in the round, newest first, my best, and
     the live view of the others (players, recent activity, the top of the
     board and my neighbours, from Valkey). Only the asking player's guesses;
-    totals and the board withheld while a blind round is sealed."""
+    totals and the board withheld while a blind round is sealed.
+
+    Answers 304 when nothing changed since the poll's last answer (its
+    ``If-None-Match`` is ``live.etag``): no round, no guesses read."""
+    tag = live.etag(round_id, request.player.pk)
+    if tag is not None and request.headers.get("If-None-Match") == tag:
+        response = HttpResponseNotModified()
+        response["ETag"] = tag
+        return response
     rnd = Round.objects.filter(pk=round_id).only("id", "kind", "status", "ends_at").first()
     if rnd is None:
         return JsonResponse({"error": "That round does not exist."}, status=404)
     rows = [guess_row(g, rnd) for g in _my_guesses(request.player, rnd)]
     totals = [r["total"] for r in rows if r["total"] is not None]
-    return JsonResponse({
+    response = JsonResponse({
         "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},
         "guesses": rows,
         "best": max(totals) if totals else None,
         "live": _live(request, rnd),
     }, json_dumps_params={"ensure_ascii": False})
+    if tag is not None and not any(r["status"] == Guess.Status.QUEUED for r in rows):
+        response["ETag"] = tag  # never reuse an answer still waiting for a score
+    return response
 
 
 def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:

@@ -130,6 +130,9 @@ def test_live_view_degrades_when_valkey_is_down(play, make_round, monkeypatch):
         def pipeline(self, **kw):
             raise redis.exceptions.ConnectionError("down")
 
+        def get(self, key):
+            raise redis.exceptions.ConnectionError("down")
+
     monkeypatch.setattr(live, "get_client", lambda: Down())
     resp = play.get(f"/rounds/{rnd.pk}/")
     assert resp.status_code == 200 and "Live view unavailable" in resp.content.decode()
@@ -192,3 +195,33 @@ def test_the_composer_warns_about_a_repeated_emoji_without_javascript(play, make
     assert re.search(r'data-dupes role="status">⚠️ 🐶 appears twice\. The secret has six different emojis', html)
     clean = play.get(f"/rounds/{rnd.pk}/").content.decode()
     assert 'data-dupes role="status" hidden></p>' in clean
+
+
+def test_an_unchanged_poll_answers_304_without_reading_the_round(client, make_player, make_round,
+                                                                 django_capture_on_commit_callbacks):
+    rnd = make_round(secret=SECRET)
+    me, rival = make_player("me"), make_player("rival")
+    url = f"/rounds/{rnd.pk}/my-guesses.json"
+    guess_as(client, me, rnd, GUESS, django_capture_on_commit_callbacks)
+    first = client.get(url)
+    assert first.json()["guesses"][0]["status"] == "queued" and "ETag" not in first  # waiting: never reused
+    drain("cm", score_guess)
+    scored = client.get(url)
+    tag = scored["ETag"]
+    assert scored.json()["guesses"][0]["status"] == "scored" and tag.startswith('W/"')
+    with CaptureQueriesContext(connection) as ctx:
+        same = client.get(url, HTTP_IF_NONE_MATCH=tag)
+    assert same.status_code == 304 and same.content == b"" and len(ctx.captured_queries) <= 2  # session, user
+    # Another player's scored guess changes the board: a full answer.
+    guess_as(client, rival, rnd, SECRET[:5] + [MISS], django_capture_on_commit_callbacks)
+    drain("cm", score_guess)
+    client.force_login(me.user)
+    changed = client.get(url, HTTP_IF_NONE_MATCH=tag)
+    assert changed.status_code == 200 and changed.json()["live"]["players"] == 2
+    # The round closing changes it too, so the page reloads into the reveal.
+    tag = changed["ETag"]
+    settlement.settle_round(rnd.pk, force=True)
+    closed = client.get(url, HTTP_IF_NONE_MATCH=tag)
+    assert closed.status_code == 200 and closed.json()["round"]["status"] == "settled"
+    # And time: the activity line decays, so a tag lives at most one bucket.
+    assert live.etag(rnd.pk, me.pk, now=0) != live.etag(rnd.pk, me.pk, now=live.ETAG_BUCKET_S)

@@ -183,6 +183,7 @@
   var pending = function () { return list.querySelector(".status-queued") !== null; };
 
   var timer = null;
+  var etag = null;
   var schedule = function () {
     // Fast while a guess is being scored or the round is closing; slower
     // while open (to notice another player cracking it, and to refresh the
@@ -196,9 +197,17 @@
   var poll = function () {
     timer = null;
     if (document.hidden) { schedule(); return; }
-    fetch(list.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
+    var headers = { Accept: "application/json" };
+    if (etag) { headers["If-None-Match"] = etag; }  // unchanged -> 304, the server reads nothing
+    fetch(list.dataset.url, { headers: headers, credentials: "same-origin", cache: "no-store" })
+      .then(function (r) {
+        if (r.status === 304) { return null; }
+        if (!r.ok) { throw new Error(r.status); }
+        etag = r.headers.get("ETag");
+        return r.json();
+      })
       .then(function (data) {
+        if (data === null) { schedule(); return; }
         if (data.round.status !== initialStatus) { window.location.reload(); return; }
         data.guesses.slice().reverse().forEach(showRow);
         showBest(data.best);
