@@ -51,7 +51,7 @@ def record(round_id: str, player_id: str, guess_id: str, total: int, client=None
     client = client or get_client()
     pipe = client.pipeline(transaction=False)
     pipe.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
-    live.record_activity(pipe, round_id, guess_id)
+    live.record_activity(pipe, round_id, guess_id, player_id=player_id)
     pipe.execute()
 
 

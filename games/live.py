@@ -9,9 +9,10 @@ here reads keys the scoring path already keeps, plus two small ones:
   the last minute". Written by ``leaderboard.record`` in the same round trip
   as the leaderboard (``ZADD NX``, so a redelivered job counts once), and
   trimmed to the window there;
-* ``cm:ver:<RND>``, a counter bumped with every scored guess (same round
-  trip) and when the round closes (``touch``): the poll's ETag, so an
-  unchanged poll answers 304 without reading the round or the guesses;
+* ``cm:ver:<RND>:<PLR>``, bumped when that player's guess is scored (same
+  round trip), and ``cm:ver:<RND>``, bumped when the round closes
+  (``touch``): with a 10-second time bucket they make the poll's ETag, so
+  an idle poll answers 304 without reading the round or the guesses;
 * ``cm:names``, a hash PLR id -> username: each page view of a player sets
   their own name (the view already has it), so neighbours' names are read
   without a query. A name never set (a player who only used the API) is read
@@ -42,12 +43,19 @@ VERSION_TTL_S = 86_400
 ETAG_BUCKET_S = 10  # "in the last minute" decays with time: answer in full at least this often
 
 
+def clock() -> float:
+    """Wall time for the ETag buckets (a function, so a test can hold it still)."""
+    return time.time()
+
+
 def activity_key(round_id: str) -> str:
     return f"cm:act:{round_id}"
 
 
-def version_key(round_id: str) -> str:
-    return f"cm:ver:{round_id}"
+def version_key(round_id: str, player_id: str = "") -> str:
+    """The round's version (bumped when it closes), or one player's in it
+    (bumped when one of their guesses is scored)."""
+    return f"cm:ver:{round_id}:{player_id}" if player_id else f"cm:ver:{round_id}"
 
 
 def touch(round_id: str, client=None) -> None:
@@ -62,26 +70,30 @@ def touch(round_id: str, client=None) -> None:
 
 
 def etag(round_id: str, player_id: str, client=None, now: float | None = None) -> str | None:
-    """A weak ETag for a player's poll of a round: it changes when any guess
-    of the round is scored, when the round closes, and every ETAG_BUCKET_S.
-    None when Valkey does not answer (then the poll answers in full)."""
+    """A weak ETag for a player's poll of a round. It changes at once when
+    one of the player's guesses is scored or the round closes, and every
+    ETAG_BUCKET_S for the rest (other players' scores, recent activity): so
+    a busy round costs each idle poller one full answer per bucket, not one
+    per poll. None when Valkey does not answer (the poll answers in full)."""
     try:
-        version = (client or get_client()).get(version_key(round_id))
+        mine, closed = (client or get_client()).mget(version_key(round_id, player_id), version_key(round_id))
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
         return None
-    bucket = int((time.time() if now is None else now) // ETAG_BUCKET_S)
-    return f'W/"{int(version or 0)}.{bucket}.{player_id[-6:]}"'
+    bucket = int((clock() if now is None else now) // ETAG_BUCKET_S)
+    return f'W/"{int(mine or 0)}.{int(closed or 0)}.{bucket}"'
 
 
-def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = None) -> None:
-    """Queue the activity writes for one scored guess on ``pipe``."""
+def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = None, player_id: str = "") -> None:
+    """Queue the activity writes for one scored guess on ``pipe`` (and bump
+    its player's version, so their poll answers in full at once)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     key = activity_key(round_id)
     pipe.zadd(key, {guess_id: now_ms}, nx=True)
     pipe.zremrangebyscore(key, 0, now_ms - ACTIVITY_WINDOW_MS)
     pipe.pexpire(key, ACTIVITY_WINDOW_MS * 2)
-    pipe.incr(version_key(round_id))
-    pipe.expire(version_key(round_id), VERSION_TTL_S)
+    if player_id:
+        pipe.incr(version_key(round_id, player_id))
+        pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
 
 
 def _names(client, player_ids: list[str]) -> dict[str, str]:

@@ -130,7 +130,7 @@ def test_live_view_degrades_when_valkey_is_down(play, make_round, monkeypatch):
         def pipeline(self, **kw):
             raise redis.exceptions.ConnectionError("down")
 
-        def get(self, key):
+        def mget(self, *keys):
             raise redis.exceptions.ConnectionError("down")
 
     monkeypatch.setattr(live, "get_client", lambda: Down())
@@ -197,8 +197,9 @@ def test_the_composer_warns_about_a_repeated_emoji_without_javascript(play, make
     assert 'data-dupes role="status" hidden></p>' in clean
 
 
-def test_an_unchanged_poll_answers_304_without_reading_the_round(client, make_player, make_round,
+def test_an_unchanged_poll_answers_304_without_reading_the_round(client, make_player, make_round, monkeypatch,
                                                                  django_capture_on_commit_callbacks):
+    monkeypatch.setattr(live, "clock", lambda: 1_000_000.0)  # one time bucket throughout
     rnd = make_round(secret=SECRET)
     me, rival = make_player("me"), make_player("rival")
     url = f"/rounds/{rnd.pk}/my-guesses.json"
@@ -212,10 +213,15 @@ def test_an_unchanged_poll_answers_304_without_reading_the_round(client, make_pl
     with CaptureQueriesContext(connection) as ctx:
         same = client.get(url, HTTP_IF_NONE_MATCH=tag)
     assert same.status_code == 304 and same.content == b"" and len(ctx.captured_queries) <= 2  # session, user
-    # Another player's scored guess changes the board: a full answer.
+    # Another player's score reaches me with the next time bucket, not at once.
     guess_as(client, rival, rnd, SECRET[:5] + [MISS], django_capture_on_commit_callbacks)
     drain("cm", score_guess)
     client.force_login(me.user)
+    assert client.get(url, HTTP_IF_NONE_MATCH=tag).status_code == 304
+    assert live.etag(rnd.pk, me.pk) == tag
+    # My own next score changes my tag at once.
+    guess_as(client, me, rnd, SECRET[:4] + [MISS, "🐻"], django_capture_on_commit_callbacks)
+    drain("cm", score_guess)
     changed = client.get(url, HTTP_IF_NONE_MATCH=tag)
     assert changed.status_code == 200 and changed.json()["live"]["players"] == 2
     # The round closing changes it too, so the page reloads into the reveal.
