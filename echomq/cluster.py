@@ -5,8 +5,6 @@ Every helper also takes a plain ``redis.Redis`` (one node serves every key),
 so callers need not ask which kind of client they hold."""
 from __future__ import annotations
 
-import redis
-
 from .errors import UNAVAILABLE
 
 # Errors a failover or a restart answers for a while: retry after a pause.

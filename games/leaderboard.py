@@ -57,9 +57,15 @@ def split(score: float) -> tuple[int, int]:
 
 
 def record(round_id: str, player_id: str, guess_id: str, total: int, client=None) -> None:
-    """Apply one scored guess (idempotent, order-independent)."""
+    """Apply one scored guess (idempotent, order-independent), and count it
+    in the round's recent activity (``games.live``) in the same round trip."""
+    from . import live
+
     client = client or get_client()
-    client.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
+    pipe = client.pipeline(transaction=False)
+    pipe.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
+    live.record_activity(pipe, round_id, guess_id, player_id=player_id)
+    pipe.execute()
 
 
 def record_many(scored, client=None, *, counters: dict[str, int] | None = None, stats_key: str = "") -> None:

@@ -62,10 +62,13 @@ def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:
                                            reference=rnd.pk).values_list("delta", flat=True))
     entry = RoundEntry.objects.filter(round=rnd, player_id=player_id).first()
     best = entry.best_total if entry else 0
-    rank = next((p["rank"] for p in rnd.result.get("payouts", []) if p["player"] == player_id), None)
+    payout = next((p for p in rnd.result.get("payouts", []) if p["player"] == player_id), None)
+    rank = payout and payout["rank"]
     verb = "revealed" if rnd.kind == Round.Kind.BLIND else "settled"
     if prize:
-        text = f"Round {name} {verb}: you won {prize} diamonds with {best}/600."
+        text = f"Round {name} {verb}: you won {prize} diamond{'' if prize == 1 else 's'} with {best}/600."
+        if payout and payout.get("tied", 1) > 1:  # the tie rule of games.payouts: tied players share
+            text += f" You tied for #{payout['place']}: {payout['tied']} players split the pool."
     else:
         text = f"Round {name} {verb}: your best was {best}/600. Better luck next round."
     return text, {"prize": prize, "best_total": best, "rank": rank}

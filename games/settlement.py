@@ -10,16 +10,12 @@ directly -- locks the round row and acts only if the round is still open
 Before ranking, settlement scores any guess of the round still queued (the
 round lock keeps new ones out), so a guess submitted in time always counts.
 
-Payouts, in diamonds, through the ledger, in the settling transaction:
-
-* classic: the best total wins the pool; tied players split it evenly by
-  integer division. The remainder of that division, and the whole pool when
-  nobody scored above 0, stays with the house (recorded in ``result``).
-* blind: rank players by best total, ties to who reached it first; the top K
-  (K = number of weights, or fewer players) get ``pool * w // sum(used
-  weights)``; the rounding dust goes to rank 1. The round passes through
-  ``revealing`` (committed) and the commitment is checked against the secret
-  and nonce before anything is paid; a mismatch voids the round.
+Payouts, in diamonds, through the ledger, in the settling transaction, by
+the rules in ``games.payouts`` (classic: tied best totals split the pool,
+the dust to the house; blind: top K by weights, ties to the earliest, the
+dust to rank 1). A blind round passes through ``revealing`` (committed) and
+the commitment is checked against the secret and nonce before anything is
+paid; a mismatch voids the round.
 * void: every guess charge is refunded through the ledger; queued guesses
   become ``refunded`` and are never scored.
 
@@ -37,7 +33,7 @@ from django.utils import timezone
 from echomq import ids
 from echomq.contrib.django import get_queue
 
-from . import leaderboard, notifications, rounds, wallet
+from . import leaderboard, live, notifications, payouts, rounds, wallet
 from .models import Currency, Guess, LedgerEntry, Round
 from .scoring import score_locked
 
@@ -89,23 +85,9 @@ def _score_stragglers(rnd: Round) -> list[Guess]:
     return queued
 
 
-def classic_payouts(standings, pool: int) -> tuple[list[tuple], int]:
-    if not standings or standings[0].total == 0 or pool == 0:
-        return [], pool
-    best = standings[0].total
-    winners = [s for s in standings if s.total == best]
-    share = pool // len(winners)
-    return [(s, share) for s in winners if share], pool - share * len(winners)
-
-
-def blind_payouts(standings, pool: int, weights: list[int]) -> tuple[list[tuple], int]:
-    ranked = [s for s in standings if s.total > 0][: len(weights)]
-    if not ranked or pool == 0:
-        return [], pool
-    used = weights[: len(ranked)]
-    shares = [pool * w // sum(used) for w in used]
-    shares[0] += pool - sum(shares)
-    return [(s, amt) for s, amt in zip(ranked, shares) if amt], 0
+# The payout rules live in ``games.payouts`` (one source for the pages too).
+classic_payouts = payouts.classic
+blind_payouts = payouts.blind
 
 
 def _record_scores(rnd_id: str, scored: list[Guess]) -> None:
@@ -154,6 +136,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
             else:
                 done = _pay(rnd)
     notifications.enqueue_for_round(round_id)
+    live.touch(round_id)  # open pages poll in full and show the result
     if done.action != "already":
         log.info("round %s %s: payouts %s, house keeps %s", round_id, done.action,
                  [(p.player_id, amt) for p, amt in done.payouts], done.house)
@@ -163,21 +146,18 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
 def _pay(rnd: Round) -> Outcome:
     """Rank, credit prizes, mark settled. Caller holds the round lock."""
     standings = leaderboard.standings_from_db(rnd.pk)
-    if rnd.kind == Round.Kind.CLASSIC:
-        payouts, house = classic_payouts(standings, rnd.prize_pool)
-    else:
-        payouts, house = blind_payouts(standings, rnd.prize_pool, list(rnd.weights))
-    for s, amount in sorted(payouts, key=lambda p: p[0].player_id):  # fixed lock order
+    paid, house = payouts.split(rnd.kind, standings, rnd.prize_pool, list(rnd.weights))
+    for s, amount in sorted(paid, key=lambda p: p[0].player_id):  # fixed lock order
         wallet.apply(s.player_id, Currency.DIAMONDS, amount, LedgerEntry.Reason.PRIZE, rnd.pk)
     rnd.status = Round.Status.SETTLED
     rnd.settled_at = timezone.now()
     rnd.result = {
         "kind": rnd.kind, "pool": rnd.prize_pool, "house": house,
-        "payouts": [{"rank": s.rank, "player": s.player_id, "total": s.total, "prize": amt} for s, amt in payouts],
+        "payouts": [payouts.row(rnd.kind, standings, s, amt) for s, amt in paid],
         "players": len(standings),
     }
     rnd.save(update_fields=["status", "settled_at", "result"])
-    return Outcome(rnd.pk, "settled", payouts, house)
+    return Outcome(rnd.pk, "settled", paid, house)
 
 
 def _void(rnd: Round, reason: str) -> Outcome:
@@ -205,6 +185,7 @@ def void_round(round_id: str, reason: str = "voided by an operator") -> Outcome:
             return Outcome(round_id, "already")
         done = _void(rnd, reason)
     notifications.enqueue_for_round(round_id)
+    live.touch(round_id)
     log.info("round %s voided (%s): %s guess charge(s) refunded", round_id, reason, rnd.result["refunded_guesses"])
     return done
 

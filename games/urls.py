@@ -4,6 +4,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
+from .views.pages import favicon, profile, rules
+from .views.play import get_shows_round
 
 urlpatterns = [
     path("", views.lobby, name="lobby"),
@@ -11,13 +13,18 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("rounds/<str:round_id>/", views.round_page, name="round"),
-    path("rounds/<str:round_id>/compose/", views.compose, name="compose"),
-    path("rounds/<str:round_id>/lock/", views.lock, name="lock"),
-    path("rounds/<str:round_id>/guess/", views.guess, name="guess"),
+    # POST-only addresses answer a GET with the round page (post/redirect/get).
+    path("rounds/<str:round_id>/compose/", get_shows_round(views.compose), name="compose"),
+    path("rounds/<str:round_id>/lock/", get_shows_round(views.lock), name="lock"),
+    path("rounds/<str:round_id>/guess/", get_shows_round(views.guess), name="guess"),
     path("rounds/<str:round_id>/my-guesses.json", views.my_guesses, name="my_guesses"),
     path("rounds/<str:round_id>/leaderboard/", views.leaderboard_page, name="leaderboard"),
     path("wallet/", views.wallet_page, name="wallet"),
     path("wallet/exchange/", views.exchange, name="exchange"),
     path("notifications/", views.notifications, name="notifications"),
     path("notifications/read/", views.mark_notifications_read, name="notifications_read"),
+    path("rules/", rules, name="rules"),
+    path("me/", profile, name="me"),
+    path("players/<str:username>/", profile, name="profile"),
+    path("favicon.ico", favicon),
 ]

@@ -1,14 +1,11 @@
 """Template helpers for the page header, available on every page
 (error pages included) without a project-wide context processor."""
 from django import template
-from django.urls import reverse
-from django.utils.html import format_html
-
-from echomq import ids
 
 from ..models import Notification, Wallet
 from ..views.common import amount as _amount
 from ..views.common import emoji_name as _emoji_name
+from ..views import common
 
 register = template.Library()
 
@@ -20,7 +17,10 @@ def header_status(context) -> dict | None:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return None
-    player = getattr(request, "player", None) or getattr(user, "player", None)
+    player = getattr(request, "player", None)
+    if player is not None and hasattr(player, "unread"):  # loaded by player_required, no query
+        return {"unread": player.unread, "wallet": getattr(player, "wallet", None)}
+    player = player or getattr(user, "player", None)
     if player is None:
         return {"unread": 0, "wallet": None}
     return {
@@ -41,11 +41,25 @@ def amount(n, currency: str) -> str:
 
 
 @register.filter
-def ledger_reference(reference: str):
-    """A ledger reference: a link to its round when it is a round id, else
-    plain (escaped) text. An operator's note may start with "RND" too
-    (``grant … --note "RNDticket 12/3"``), so only a well-formed id is
-    linked: reversing the round URL for anything else would raise."""
-    if isinstance(reference, str) and reference.startswith("RND") and ids.is_valid(reference):
-        return format_html('<a href="{}">{}</a>', reverse("round", args=[reference]), reference)
-    return reference
+def signed_amount(n, currency: str) -> str:
+    """A ledger change: ``{{ -1|signed_amount:"keys" }}`` -> "−1 key"."""
+    return _amount(n, currency, signed=True)
+
+
+@register.filter
+def until(when) -> str:
+    """Time left in words; "less than a minute" rather than "0 minutes"."""
+    return common.until(when) if when else ""
+
+
+@register.filter
+def since(when) -> str:
+    """"5 minutes ago"; "less than a minute ago" rather than "0 minutes ago"."""
+    return common.since(when) if when else ""
+
+
+@register.filter
+def ledger_ref(reference: str) -> dict:
+    """A ledger reference made readable: a round or guess id becomes a short
+    label (and a round a link), a note stays as written."""
+    return common.ledger_ref(reference)

@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import ratelimit, wallet
 from ..forms import STARTING_BALANCE, ExchangeForm, SignUpForm
-from ..models import LedgerEntry, Notification
-from .common import player_required
+from ..models import Guess, LedgerEntry, Notification, Round
+from .common import amount, ledger_ref, player_required
 
 LEDGER_PAGE = 50
 
@@ -57,8 +57,13 @@ def signup(request):
 def _wallet(request, form: ExchangeForm, status: int = 200):
     ledger = LedgerEntry.objects.filter(player=request.player).order_by("-id")
     page = Paginator(ledger, LEDGER_PAGE).get_page(request.GET.get("page"))
+    refs = {e.reference for e in page.object_list}
+    titles = {pk: (pk, title or pk) for pk, title in Round.objects.filter(pk__in=refs).values_list("pk", "title")}
+    titles |= {gid: (rid, title or rid) for gid, rid, title in Guess.objects.filter(pk__in=refs, player=request.player)
+               .values_list("pk", "round_id", "round__title")}
+    rows = [(e, ledger_ref(e.reference, titles)) for e in page.object_list]
     return render(request, "games/wallet.html", {
-        "balances": wallet.balances(request.player), "page": page, "form": form,
+        "balances": wallet.balances(request.player), "page": page, "rows": rows, "form": form,
         "diamonds_per_key": wallet.DIAMONDS_PER_KEY,
     }, status=status)
 
@@ -69,10 +74,13 @@ def wallet_page(request):
     return _wallet(request, ExchangeForm())
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @player_required
 def exchange(request):
-    """Turn diamonds (prizes) into keys (guesses), through the ledger."""
+    """Turn diamonds (prizes) into keys (guesses), through the ledger. A GET
+    (reopening the address after a refused exchange) shows the wallet."""
+    if request.method == "GET":
+        return redirect("wallet")
     form = ExchangeForm(request.POST)
     if form.is_valid():
         try:
@@ -80,7 +88,7 @@ def exchange(request):
         except wallet.WalletError as err:
             form.add_error("keys", err.message)
         else:
-            messages.success(request, f"Exchanged for {form.cleaned_data['keys']} keys.")
+            messages.success(request, f"Exchanged for {amount(form.cleaned_data['keys'], 'keys')}.")
             return redirect("wallet")
     return _wallet(request, form, status=400)
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 import functools
 import unicodedata
 
-from django.contrib.auth.views import redirect_to_login
-from django.http import JsonResponse
+from datetime import datetime
 
+from django.contrib.auth.views import redirect_to_login
+from django.db.models import Count, Q
+from django.http import JsonResponse
+from django.utils import timezone
+
+from ..models import Player
 from ..players import ensure_player
 
 _JOINERS = {"\u200d", "\ufe0f", "\ufe0e"}
@@ -23,9 +28,75 @@ def emoji_name(emoji: str) -> str:
     return " ".join(p for p in parts if p) or "emoji"
 
 
-def amount(n: int, currency: str) -> str:
-    """``amount(1, "keys")`` -> "1 key"; ``amount(3, "keys")`` -> "3 keys"."""
-    return f"{n} {currency[:-1] if n == 1 and currency.endswith('s') else currency}"
+def amount(n: int, currency: str, *, signed: bool = False) -> str:
+    """``amount(1, "keys")`` -> "1 key"; ``amount(3, "keys")`` -> "3 keys";
+    a change reads ``amount(-1, "keys", signed=True)`` -> "−1 key" (the unit
+    follows the size, never the sign: today's "-1 keys" is wrong)."""
+    unit = currency[:-1] if abs(n) == 1 and currency.endswith("s") else currency
+    sign = ("+" if n > 0 else "−" if n < 0 else "") if signed else ("−" if n < 0 else "")
+    return f"{sign}{abs(n)} {unit}"
+
+
+def _unit(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def duration(seconds: float) -> str:
+    """A span in words for players: "less than a minute", "1 minute",
+    "2 hours 5 minutes", "3 days 1 hour" (two units at most)."""
+    s = int(max(seconds, 0))
+    if s < 60:
+        return "less than a minute"
+    days, s = divmod(s, 86400)
+    hours, s = divmod(s, 3600)
+    minutes = s // 60
+    parts = [(days, "day"), (hours, "hour"), (minutes, "minute")]
+    shown = [_unit(n, w) for n, w in parts if n][:2]
+    return " ".join(shown)
+
+
+def until(when: datetime, now: datetime | None = None) -> str:
+    return duration((when - (now or timezone.now())).total_seconds())
+
+
+def since(when: datetime, now: datetime | None = None) -> str:
+    """"5 minutes ago", "less than a minute ago"."""
+    return duration(((now or timezone.now()) - when).total_seconds()) + " ago"
+
+
+def load_player(user) -> Player:
+    """The user's player with its wallet and unread-notification count, in
+    one query (the page header shows both); made on first use."""
+    for _ in range(2):
+        player = (Player.objects.select_related("wallet")
+                  .annotate(unread=Count("notifications", filter=Q(notifications__read_at__isnull=True)))
+                  .filter(user_id=user.pk).first())
+        if player is not None and hasattr(player, "wallet"):
+            return player
+        ensure_player(user)
+    return player
+
+
+SESSION_PLAYER = "cm_player"
+
+
+def _remember_player(request, player) -> None:
+    """Keep (user pk, player id) in the session, so the JSON poll needs no
+    query to know who is asking (written once per login)."""
+    pair = [request.user.pk, player.pk]
+    if request.session.get(SESSION_PLAYER) != pair:
+        request.session[SESSION_PLAYER] = pair
+
+
+def _light_player(request) -> Player:
+    """The asking player for a JSON endpoint: an unsaved ``Player`` carrying
+    only the ids, from the session when it has them (no query)."""
+    pair = request.session.get(SESSION_PLAYER)
+    if isinstance(pair, list) and len(pair) == 2 and pair[0] == request.user.pk:
+        return Player(pk=pair[1], user_id=request.user.pk)
+    player = load_player(request.user)
+    _remember_player(request, player)
+    return player
 
 
 def player_required(view=None, *, json: bool = False):
@@ -39,7 +110,30 @@ def player_required(view=None, *, json: bool = False):
                 if json:
                     return JsonResponse({"error": "Log in first."}, status=401)
                 return redirect_to_login(request.get_full_path())
-            request.player = ensure_player(request.user)
+            if json:
+                request.player = _light_player(request)
+            else:
+                request.player = load_player(request.user)
+                _remember_player(request, request.player)
             return func(request, *args, **kwargs)
         return inner
     return wrap(view) if view is not None else wrap
+
+
+def ledger_ref(reference: str, titles: dict | None = None) -> dict:
+    """A ledger reference as a player reads it: a round id becomes the
+    round's title (a link), a guess id "a guess in <round>", and anything
+    else -- a grant's note -- stays as written. ``titles`` maps round and
+    guess ids to (round id, title); the full id stays in ``id``."""
+    from echomq import ids
+
+    titles = titles or {}
+    ref = reference or ""
+    if ids.is_valid(ref) and ref.startswith(("RND", "GES")) and ref in titles:
+        round_id, title = titles[ref]
+        label = title if ref.startswith("RND") else f"Guess in {title}"
+        return {"kind": ref[:3].lower(), "id": ref, "round": round_id, "label": label}
+    if ids.is_valid(ref) and ref.startswith(("RND", "GES")):
+        return {"kind": ref[:3].lower(), "id": ref, "round": ref if ref.startswith("RND") else None,
+                "label": ("Round " if ref.startswith("RND") else "Guess ") + ref[-6:]}
+    return {"kind": "note", "id": ref, "round": None, "label": ref}

@@ -8,27 +8,29 @@ nothing is ever charged for an error.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from urllib.parse import urlencode
 
 import echomq
-import redis
 from django.contrib import messages
 from django.db.models import Q
-from django.http import Http404, HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpResponseNotModified, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html_join
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import leaderboard, locks, rounds
+from .. import engine, leaderboard, live, locks, payouts, rounds, share
 from .. import metrics as game_metrics
 from ..errors import RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
-from ..models import Guess, Player, Round, RoundEntry, Wallet
+from ..models import Guess, Player, Round, RoundEntry
+from ..wallet import DIAMONDS_PER_KEY
 from .common import amount, emoji_name, player_required
 from ..ratelimit import limited
 
@@ -41,7 +43,29 @@ MAX_GUESSES_SHOWN = 200
 
 
 def _get_round(round_id: str) -> Round:
-    return get_object_or_404(Round.objects.select_related("emoji_set"), pk=round_id)
+    return get_object_or_404(Round, pk=round_id)
+
+
+@functools.lru_cache(maxsize=512)
+def _keyboard(round_id: str, keyboard: tuple[str, ...]) -> str:
+    """The round's keyboard as HTML, one labelled button per key. A keyboard
+    never changes after creation, so this is rendered once per round and
+    process (it is most of the round page's markup)."""
+    action = reverse("compose", args=[round_id])
+    return format_html_join("", '<button type="submit" formaction="{}" name="key" value="{}" class="key" '
+                            'aria-label="{}">{}</button>', ((action, e, emoji_name(e), e) for e in keyboard))
+
+
+def get_shows_round(view):
+    """For the POST-only addresses of a round (guess, lock, compose): a GET
+    -- reopening or reloading the address a refused post left in the
+    browser -- goes to the round page instead of a bare 405."""
+    @functools.wraps(view)
+    def inner(request, round_id: str, *args, **kwargs):
+        if request.method in ("GET", "HEAD"):
+            return HttpResponseRedirect(reverse("round", args=[round_id]))
+        return view(request, round_id, *args, **kwargs)
+    return inner
 
 
 def _round_url(rnd: Round | str, slots: list[str] | None = None) -> str:
@@ -56,19 +80,24 @@ def _sealed(rnd: Round) -> bool:
     return rnd.kind == Round.Kind.BLIND and not rnd.revealed
 
 
+GUESS_FIELDS = ("id", "round_id", "player_id", "emojis_final", "status", "total", "created_at")
+
+
 def _my_guesses(player: Player, rnd: Round):
     """Newest first; through the round's manager so each guess knows its
-    round without a query (``feedback_visible`` reads it)."""
-    return rnd.guesses.filter(player=player).order_by("-id")[:MAX_GUESSES_SHOWN]
+    round without a query (``feedback_visible`` reads it). Only the columns
+    a row shows; the per-position breakdown only once the round is revealed."""
+    fields = GUESS_FIELDS + (("breakdown",) if rnd.revealed else ())
+    return rnd.guesses.filter(player_id=player.pk).only(*fields).order_by("-id")[:MAX_GUESSES_SHOWN]
 
 
 def guess_row(g: Guess, rnd: Round) -> dict:
     """What a player may see of their own guess: the total once
-    ``feedback_visible``, and never the per-position breakdown, whose
-    ``found_at`` says where each emoji sits in the secret."""
+    ``feedback_visible``; the per-position marks only once the round is
+    settled (they say where each emoji sits in the secret)."""
     sealed = _sealed(rnd) and g.status != Guess.Status.REFUNDED
     scored = g.feedback_visible()
-    return {
+    row = {
         "id": g.id,
         "emojis": list(g.emojis_final),
         "status": "sealed" if sealed else g.status,
@@ -76,6 +105,9 @@ def guess_row(g: Guess, rnd: Round) -> dict:
         "percentage": g.percentage if scored else None,
         "created_at": g.created_at.isoformat(),
     }
+    if rnd.revealed and scored and g.breakdown:
+        row["marks"] = share.marks(g.breakdown)
+    return row
 
 
 def _reveal(rnd: Round) -> dict | None:
@@ -90,30 +122,55 @@ def _reveal(rnd: Round) -> dict | None:
     return out
 
 
+def _live(request, rnd: Round) -> dict | None:
+    snap = live.snapshot(rnd, request.player.pk, request.user.get_username(), board=not _sealed(rnd))
+    if snap is not None:
+        snap["recent_words"] = live.activity_words(snap["recent"])
+    return snap
+
+
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
                  status: int = 200):
-    """The round page; also the answer to a refused POST (with ``error``)."""
+    """The round page; also the answer to a refused POST (with ``error``).
+
+    Its SQL is pinned by a test (six statements with the session and the
+    user): the player comes with wallet and unread count in one query, the
+    locks are read only while the round is open, the best total is taken
+    from the guesses already read, and the players around you come from
+    Valkey (``games.live``)."""
     player = request.player
-    my_locks = locks.locks_for(player.pk, rnd.pk)
-    slots = compose_draft(slots or [""] * 6, my_locks)
-    guesses = _my_guesses(player, rnd)
-    entry = RoundEntry.objects.filter(round=rnd, player=player).first()
-    wallet = Wallet.objects.filter(player=player).first()
+    playable = rnd.is_open
+    my_locks = locks.locks_for(player.pk, rnd.pk) if playable else {}
+    slots = compose_draft(slots or [""] * engine.SIZE, my_locks)
+    guesses = list(_my_guesses(player, rnd))
+    rows = [guess_row(g, rnd) for g in guesses]
+    totals = [r["total"] for r in rows if r["total"] is not None]
+    best = max(totals) if totals else None
+    if len(guesses) == MAX_GUESSES_SHOWN and not _sealed(rnd):  # older guesses not read: ask the entry
+        best = RoundEntry.objects.filter(round=rnd, player=player).values_list("best_total", flat=True).first()
     payout = next((p for p in (rnd.result or {}).get("payouts", []) if p["player"] == player.pk), None)
+    wallet = getattr(player, "wallet", None)
     context = {
         "rnd": rnd,
         "sealed": _sealed(rnd),
-        "playable": rnd.is_open,
-        "keyboard": [(e, emoji_name(e)) for e in rnd.keyboard],
+        "playable": playable,
+        "keyboard_html": _keyboard(rnd.pk, tuple(rnd.keyboard)) if playable else "",
         "slots": [{"index": i, "number": i + 1, "emoji": s, "name": emoji_name(s) if s else "",
                    "locked": i in my_locks} for i, s in enumerate(slots)],
-        "guesses": [guess_row(g, rnd) for g in guesses],
-        "best": None if _sealed(rnd) or entry is None else entry.best_total,
+        "guesses": rows,
+        "best": None if _sealed(rnd) else best,
         "balance": wallet.balance(rnd.currency) if wallet else 0,
         "token": uuid.uuid4().hex,
         "error": error,
         "reveal": _reveal(rnd),
         "payout": payout,
+        "payout_words": payouts.told(rnd.kind, payout) if payout else "",
+        "rules": payouts.explain_round(rnd),
+        "live": _live(request, rnd),
+        "share": share.card(rnd, guesses) if rnd.revealed and guesses else "",
+        "scoring": share.LEGEND,
+        "diamonds_per_key": DIAMONDS_PER_KEY,
+        "repeated": [e for e in dict.fromkeys(slots) if e and slots.count(e) > 1],
     }
     return render(request, "games/round.html", context, status=status)
 
@@ -128,19 +185,35 @@ def _form_refused(request, rnd: Round, form: DraftForm):
     return render_round(request, rnd, slots=form.slots(), error=" ".join(problems), status=400)
 
 
+def open_rounds() -> list[Round]:
+    """Rounds taking guesses now, the soonest to end first."""
+    return list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=timezone.now())
+                .defer("secret", "nonce", "keyboard").order_by("ends_at"))
+
+
 @require_GET
-@player_required
 def lobby(request):
+    """The front door: the landing page for a visitor, the lobby for a
+    player."""
+    if not request.user.is_authenticated:
+        from .pages import landing
+
+        return landing(request)
+    return _lobby(request)
+
+
+@player_required
+def _lobby(request):
     """Open rounds, newest first, with my best total in each; and the
     closed rounds I played lately, to find my results."""
     player = request.player
     now = timezone.now()
-    open_rounds = list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=now).order_by("ends_at"))
-    best = dict(RoundEntry.objects.filter(player=player, round__in=open_rounds)
+    open_rounds_ = open_rounds()
+    best = dict(RoundEntry.objects.filter(player=player, round__in=open_rounds_)
                 .values_list("round_id", "best_total"))
-    played = set(Guess.objects.filter(player=player, round__in=open_rounds).values_list("round_id", flat=True))
-    rows = [{"rnd": r, "best": None if _sealed(r) else best.get(r.pk), "played": r.pk in played}
-            for r in open_rounds]
+    played = set(Guess.objects.filter(player=player, round__in=open_rounds_).values_list("round_id", flat=True))
+    rows = [{"rnd": r, "best": None if _sealed(r) else best.get(r.pk), "played": r.pk in played,
+             "rules": payouts.explain_round(r)} for r in open_rounds_]
     recent = (Round.objects.filter(guesses__player=player)
               .filter(Q(status__in=[Round.Status.SETTLED, Round.Status.VOIDED]) | Q(ends_at__lte=now))
               .distinct().order_by("-ends_at")[:10])
@@ -179,7 +252,8 @@ def lock(request, round_id: str):
     try:
         if position is not None:
             locks.set_lock(request.player, rnd, position, slots[position])
-            messages.success(request, f"Position {position + 1} is locked to {slots[position]}.")
+            messages.success(request, f"Position {position + 1} is locked to {slots[position]}. Locks are "
+                                      "free: your next guesses keep it until you unlock it.")
         else:
             position = form.cleaned_data["unlock"]
             slots[position] = locks.locks_for(request.player.pk, rnd.pk).get(position, slots[position])
@@ -217,16 +291,32 @@ def guess(request, round_id: str):
 @require_GET
 @player_required(json=True)
 def my_guesses(request, round_id: str):
-    """My guesses in the round, newest first, for the page's poll. Only
-    the asking player's guesses; totals withheld while a blind round is sealed."""
-    rnd = Round.objects.filter(pk=round_id).first()
+    """The page's poll: my guesses in the round, newest first, my best, and
+    the live view of the others (players, recent activity, the top of the
+    board and my neighbours, from Valkey). Only the asking player's guesses;
+    totals and the board withheld while a blind round is sealed.
+
+    Answers 304 when nothing changed since the poll's last answer (its
+    ``If-None-Match`` is ``live.etag``): no round, no guesses read."""
+    tag = live.etag(round_id, request.player.pk)
+    if tag is not None and request.headers.get("If-None-Match") == tag:
+        response = HttpResponseNotModified()
+        response["ETag"] = tag
+        return response
+    rnd = Round.objects.filter(pk=round_id).only("id", "kind", "status", "ends_at").first()
     if rnd is None:
         return JsonResponse({"error": "That round does not exist."}, status=404)
-    guesses = _my_guesses(request.player, rnd)
-    return JsonResponse({
+    rows = [guess_row(g, rnd) for g in _my_guesses(request.player, rnd)]
+    totals = [r["total"] for r in rows if r["total"] is not None]
+    response = JsonResponse({
         "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},
-        "guesses": [guess_row(g, rnd) for g in guesses],
+        "guesses": rows,
+        "best": max(totals) if totals else None,
+        "live": _live(request, rnd),
     }, json_dumps_params={"ensure_ascii": False})
+    if tag is not None and not any(r["status"] == Guess.Status.QUEUED for r in rows):
+        response["ETag"] = tag  # never reuse an answer still waiting for a score
+    return response
 
 
 def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:
@@ -247,11 +337,13 @@ def leaderboard_page(request, round_id: str):
     rnd = _get_round(round_id)
     if _sealed(rnd):
         return render(request, "games/leaderboard.html", {"rnd": rnd, "sealed": True})
-    standings, live = _standings(rnd)
+    standings, from_valkey = _standings(rnd)
     names = dict(Player.objects.filter(pk__in=[s.player_id for s in standings])
                  .values_list("pk", "user__username"))
     prizes = {p["player"]: p["prize"] for p in (rnd.result or {}).get("payouts", [])}
-    rows = [{"rank": s.rank, "name": names.get(s.player_id, "(gone)"), "total": s.total,
+    rows = [{"rank": s.rank, "place": payouts.place(rnd.kind, standings, s)[0],
+             "name": names.get(s.player_id, "(gone)"), "total": s.total,
              "percentage": round(s.total / 6), "prize": prizes.get(s.player_id),
              "me": s.player_id == request.player.pk} for s in standings]
-    return render(request, "games/leaderboard.html", {"rnd": rnd, "rows": rows, "live": live})
+    return render(request, "games/leaderboard.html", {"rnd": rnd, "rows": rows, "live": from_valkey,
+                                                      "rules": payouts.explain_round(rnd)})

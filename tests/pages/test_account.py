@@ -63,7 +63,7 @@ def test_a_staff_account_can_play(client, make_round):
     assert Player.objects.filter(user=admin).exists()
 
 
-@pytest.mark.parametrize("url", ["/", "/wallet/", "/notifications/", "/rounds/RND00000000000/",
+@pytest.mark.parametrize("url", ["/me/", "/wallet/", "/notifications/", "/rounds/RND00000000000/",
                                  "/rounds/RND00000000000/leaderboard/"])
 def test_pages_need_a_login(client, url):
     resp = client.get(url)

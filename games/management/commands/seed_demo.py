@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from games import wallet
+from games import demo, wallet
 from games.emoji_sets import SETS, check
 from games.models import EmojiSet, LedgerEntry, Round
 from games.players import ensure_player
@@ -62,8 +62,10 @@ class Command(BaseCommand):
                                                                             "emojis": spec["emojis"]})
             self.stdout.write(f"emoji set {slug}: {len(spec['emojis'])} emojis{' (new)' if made else ''}")
         self._user("admin", staff=True)
+        players = []
         for name in PLAYERS:
             player = ensure_player(self._user(name))
+            players.append(player)
             with transaction.atomic():
                 wallet.lock_wallet(player)  # one seeding per player, even when two seeders race
                 if not LedgerEntry.objects.filter(player=player).exists():
@@ -81,6 +83,7 @@ class Command(BaseCommand):
                                duration=timedelta(hours=o["hours"]))
             self.stdout.write(f"round {rnd} opened until {rnd.ends_at:%Y-%m-%d %H:%M} UTC")
         seed_operators(self)
+        demo.liven(players, self.stdout.write)  # other players' guesses, standings, a settled round
         self.stdout.write("demo ready: log in at /admin/ as admin")
 
 

@@ -2,8 +2,12 @@
  * Without this script every tap is an ordinary form post and the page still
  * works. With it: keyboard taps, backspace and clear edit the draft in the
  * page (the same rule as games.forms.compose), a double click submits once,
- * and "my guesses" are polled from a small JSON endpoint so a queued guess
- * turns into its score without a reload. */
+ * "my guesses" are polled from a small JSON endpoint so a queued guess
+ * turns into its score without a reload, and the same poll refreshes the
+ * "In this round" panel (players, recent activity, the board around you).
+ * The composer warns about a repeated emoji (the secret has none, so such a
+ * guess can never be perfect; the server refuses it). After a round, the
+ * share card gets a Copy button. */
 (function () {
   "use strict";
 
@@ -18,7 +22,21 @@
       names[b.value] = b.getAttribute("aria-label");
     });
 
+    var dupes = composer.querySelector("[data-dupes]");
+    var warnDupes = function () {
+      if (!dupes) { return; }
+      var seen = {}, repeated = [];
+      inputs.forEach(function (el) {
+        var v = el.value;
+        if (v && seen[v] && repeated.indexOf(v) < 0) { repeated.push(v); }
+        seen[v] = true;
+      });
+      dupes.hidden = repeated.length === 0;
+      dupes.textContent = repeated.length ? "⚠️ " + repeated.join(" ") + " appears twice. The secret has six " +
+        "different emojis, so this guess cannot be perfect and will be refused." : "";
+    };
     var render = function () {
+      warnDupes();
       inputs.forEach(function (el, i) {
         var v = el.value, view = views[i];
         view.textContent = v || "·";
@@ -64,6 +82,19 @@
       composer.dataset.busy = "1";
     });
     window.addEventListener("pageshow", function () { delete composer.dataset.busy; });
+    warnDupes();
+  }
+
+  var shareBox = document.querySelector("[data-share]");
+  if (shareBox && navigator.clipboard) {
+    var copy = shareBox.querySelector("[data-copy]");
+    var copied = shareBox.querySelector("[data-copied]");
+    copy.hidden = false;
+    copy.addEventListener("click", function () {
+      navigator.clipboard.writeText(shareBox.querySelector("[data-share-text]").textContent).then(
+        function () { copied.textContent = "Copied."; },
+        function () { copied.textContent = "Could not copy: select the text instead."; });
+    });
   }
 
   var list = document.querySelector("[data-my-guesses]");
@@ -81,6 +112,7 @@
     if (!li) {
       li = document.createElement("li");
       li.dataset.guess = g.id;
+      li.classList.add("new");
       var emojis = document.createElement("span");
       emojis.className = "emojis";
       emojis.textContent = g.emojis.join(" ");
@@ -93,7 +125,7 @@
       var empty = document.querySelector("[data-empty]");
       if (empty) { empty.remove(); }
     }
-    li.className = "guess status-" + g.status;
+    li.className = "guess status-" + g.status + (li.classList.contains("new") ? " new" : "");
     var cell = li.querySelector("[data-result]");
     var text = resultText(g);
     if (text === null) {
@@ -107,29 +139,79 @@
     }
   };
   var best = document.querySelector("[data-best]");
-  var showBest = function (guesses) {
-    var totals = guesses.map(function (g) { return g.total; }).filter(function (t) { return t !== null; });
-    if (best && totals.length) { best.textContent = Math.max.apply(null, totals) + "/600"; }
+  var showBest = function (value) {
+    if (best && value !== null && value !== undefined) { best.textContent = value + "/600"; }
+  };
+  var panel = document.querySelector("[data-live]");
+  var setText = function (sel, text) {
+    var el = panel && panel.querySelector(sel);
+    if (el) { el.textContent = text; }
+  };
+  var boardRow = function (row) {
+    var li = document.createElement("li");
+    li.value = row.rank;
+    if (row.me) { li.className = "me"; }
+    var name = document.createElement("span");
+    name.textContent = row.name + (row.me ? " (you)" : "");
+    var total = document.createElement("span");
+    total.className = "num";
+    total.textContent = row.total;
+    li.appendChild(name);
+    li.appendChild(document.createTextNode(" "));
+    li.appendChild(total);
+    return li;
+  };
+  var showLive = function (live) {
+    if (!panel || !live) { return; }
+    setText("[data-live-players]", live.players);
+    setText("[data-live-recent]", live.recent_words);
+    var board = panel.querySelector("[data-live-board]");
+    if (!board) { return; }
+    board.textContent = "";
+    live.top.forEach(function (row) { board.appendChild(boardRow(row)); });
+    if (live.around.length) {
+      var gap = document.createElement("li");
+      gap.className = "gap";
+      gap.setAttribute("aria-hidden", "true");
+      gap.textContent = "…";
+      board.appendChild(gap);
+      live.around.forEach(function (row) { board.appendChild(boardRow(row)); });
+    }
+    var empty = panel.querySelector("[data-live-empty]");
+    if (empty && live.top.length) { empty.remove(); }
   };
   var pending = function () { return list.querySelector(".status-queued") !== null; };
 
   var timer = null;
+  var etag = null;
   var schedule = function () {
     // Fast while a guess is being scored or the round is closing; slower
-    // while open (to notice another player cracking it); stop when over.
+    // while open (to notice another player cracking it, and to refresh the
+    // board); stop when over.
     var closing = !open && initialStatus === "open";
     if (!pending() && !open && !closing) { return; }
-    timer = window.setTimeout(poll, pending() || closing ? 1000 : 3000);
+    // 400 ms while a guess is being scored keeps scored -> visible under 1 s
+    // (p99, measured by bench/live_poll.py).
+    timer = window.setTimeout(poll, pending() ? 400 : closing ? 1000 : 3000);
   };
   var poll = function () {
     timer = null;
     if (document.hidden) { schedule(); return; }
-    fetch(list.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
+    var headers = { Accept: "application/json" };
+    if (etag) { headers["If-None-Match"] = etag; }  // unchanged -> 304, the server reads nothing
+    fetch(list.dataset.url, { headers: headers, credentials: "same-origin", cache: "no-store" })
+      .then(function (r) {
+        if (r.status === 304) { return null; }
+        if (!r.ok) { throw new Error(r.status); }
+        etag = r.headers.get("ETag");
+        return r.json();
+      })
       .then(function (data) {
+        if (data === null) { schedule(); return; }
         if (data.round.status !== initialStatus) { window.location.reload(); return; }
         data.guesses.slice().reverse().forEach(showRow);
-        showBest(data.guesses);
+        showBest(data.best);
+        showLive(data.live);
         schedule();
       })
       .catch(function () { timer = window.setTimeout(poll, 5000); });

@@ -1,0 +1,158 @@
+"""What a round page shows of the other players, from Valkey only.
+
+The round page and its poll must not pay extra SQL for this, so everything
+here reads keys the scoring path already keeps, plus two small ones:
+
+* ``cm:lb:<RND>`` (``games.leaderboard``): how many players have a score and
+  the board around you;
+* ``cm:act:<RND>``, a sorted set of guess ids scored at (ms): "3 guesses in
+  the last minute". Written by ``leaderboard.record`` in the same round trip
+  as the leaderboard (``ZADD NX``, so a redelivered job counts once), and
+  trimmed to the window there;
+* ``cm:ver:<RND>:<PLR>``, bumped when that player's guess is scored (same
+  round trip), and ``cm:ver:<RND>``, bumped when the round closes
+  (``touch``): with a 10-second time bucket they make the poll's ETag, so
+  an idle poll answers 304 without reading the round or the guesses;
+* ``cm:names``, a hash PLR id -> username: each page view of a player sets
+  their own name (the view already has it), so neighbours' names are read
+  without a query. A name never set (a player who only used the API) is read
+  from the database once and then kept.
+
+Valkey down: ``snapshot`` returns None and the page simply shows less.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import redis
+
+from echomq.contrib.django import get_client
+
+from . import leaderboard
+
+log = logging.getLogger("games.live")
+
+ACTIVITY_WINDOW_MS = 60_000
+NAMES = "cm:names"
+TOP = 5          # the head of the board shown on the round page
+AROUND = 2       # neighbours either side of you
+
+
+VERSION_TTL_S = 86_400
+ETAG_BUCKET_S = 10  # "in the last minute" decays with time: answer in full at least this often
+
+
+def clock() -> float:
+    """Wall time for the ETag buckets (a function, so a test can hold it still)."""
+    return time.time()
+
+
+def activity_key(round_id: str) -> str:
+    return f"cm:act:{round_id}"
+
+
+def version_key(round_id: str, player_id: str = "") -> str:
+    """The round's version (bumped when it closes), or one player's in it
+    (bumped when one of their guesses is scored)."""
+    return f"cm:ver:{round_id}:{player_id}" if player_id else f"cm:ver:{round_id}"
+
+
+def touch(round_id: str, client=None) -> None:
+    """Mark the round changed (settled, voided) so every poll answers in
+    full; never raises -- at worst the poll notices within ETAG_BUCKET_S."""
+    try:
+        client = client or get_client()
+        client.incr(version_key(round_id))
+        client.expire(version_key(round_id), VERSION_TTL_S)
+    except Exception as exc:
+        log.warning("round %s version not bumped (%s); polls catch up within %ss", round_id, exc, ETAG_BUCKET_S)
+
+
+def etag(round_id: str, player_id: str, client=None, now: float | None = None) -> str | None:
+    """A weak ETag for a player's poll of a round. It changes at once when
+    one of the player's guesses is scored or the round closes, and every
+    ETAG_BUCKET_S for the rest (other players' scores, recent activity): so
+    a busy round costs each idle poller one full answer per bucket, not one
+    per poll. None when Valkey does not answer (the poll answers in full)."""
+    try:
+        mine, closed = (client or get_client()).mget(version_key(round_id, player_id), version_key(round_id))
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return None
+    bucket = int((clock() if now is None else now) // ETAG_BUCKET_S)
+    return f'W/"{int(mine or 0)}.{int(closed or 0)}.{bucket}"'
+
+
+def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = None, player_id: str = "") -> None:
+    """Queue the activity writes for one scored guess on ``pipe`` (and bump
+    its player's version, so their poll answers in full at once)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    key = activity_key(round_id)
+    pipe.zadd(key, {guess_id: now_ms}, nx=True)
+    pipe.zremrangebyscore(key, 0, now_ms - ACTIVITY_WINDOW_MS)
+    pipe.pexpire(key, ACTIVITY_WINDOW_MS * 2)
+    if player_id:
+        pipe.incr(version_key(round_id, player_id))
+        pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
+
+
+def _names(client, player_ids: list[str]) -> dict[str, str]:
+    if not player_ids:
+        return {}
+    got = dict(zip(player_ids, client.hmget(NAMES, player_ids)))
+    missing = [p for p, n in got.items() if n is None]
+    if missing:  # once per player ever: afterwards the hash has it
+        from .models import Player
+
+        found = dict(Player.objects.filter(pk__in=missing).values_list("pk", "user__username"))
+        if found:
+            client.hset(NAMES, mapping=found)
+        got.update({p: found.get(p, "(gone)").encode() for p in missing})
+    return {p: (n.decode() if isinstance(n, bytes) else n) for p, n in got.items()}
+
+
+def _rows(client, pairs, first_rank: int, me: str) -> list[dict]:
+    names = _names(client, [m.decode() for m, _ in pairs])
+    out = []
+    for i, (member, score) in enumerate(pairs):
+        pid = member.decode()
+        total, _ = leaderboard.split(score)
+        out.append({"rank": first_rank + i, "name": names[pid], "total": total, "me": pid == me})
+    return out
+
+
+def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None) -> dict | None:
+    """Players with a score, guesses scored in the last minute and (when
+    ``board``, i.e. not a sealed blind round) the top of the board and your
+    neighbours. Two or three Valkey round trips, no SQL in steady state."""
+    client = client or get_client()
+    lb = leaderboard.key(rnd.pk)
+    now_ms = int(time.time() * 1000)
+    try:
+        pipe = client.pipeline(transaction=False)
+        pipe.hset(NAMES, player_id, username)
+        pipe.zcard(lb)
+        pipe.zcount(activity_key(rnd.pk), now_ms - ACTIVITY_WINDOW_MS, "+inf")
+        pipe.zrevrank(lb, player_id)
+        pipe.zrevrange(lb, 0, TOP - 1, withscores=True)
+        _, players, recent, rank, top = pipe.execute()
+        out = {"players": players, "recent": recent, "rank": None if rank is None else rank + 1,
+               "top": [], "around": []}
+        if not board:
+            out["rank"] = None
+            return out
+        out["top"] = _rows(client, top, 1, player_id)
+        if rank is not None and rank >= TOP:
+            start = max(rank - AROUND, TOP)
+            near = client.zrevrange(lb, start, rank + AROUND, withscores=True)
+            out["around"] = _rows(client, near, start + 1, player_id)
+        return out
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        log.warning("live snapshot of %s skipped, Valkey unreachable: %s", rnd.pk, exc)
+        return None
+
+
+def activity_words(n: int) -> str:
+    if n == 0:
+        return "no guesses in the last minute"
+    return f"{n} guess{'' if n == 1 else 'es'} in the last minute"

@@ -1,0 +1,101 @@
+"""Pages around the game: the landing page for visitors, the rules and a
+player's profile."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.http import Http404, HttpResponsePermanentRedirect
+from django.templatetags.static import static
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from .. import engine, payouts, share, wallet
+from ..forms import STARTING_BALANCE
+from ..models import DEFAULT_BLIND_WEIGHTS, Guess, LedgerEntry, Player, Round, RoundEntry
+from .common import player_required
+
+# The landing page's sample board: a made-up secret and two guesses, scored
+# by the real engine, so the example can never disagree with the game.
+SAMPLE_SECRET = ["🦊", "🐶", "🐰", "🐱", "🐹", "🐭"]
+SAMPLE_GUESSES = [["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"], ["🦊", "🐶", "🐼", "🐭", "🐹", "🐱"]]
+EXAMPLE_POOL = 100
+
+
+def _sample() -> list[dict]:
+    rows = []
+    for guess in SAMPLE_GUESSES:
+        result = engine.score(SAMPLE_SECRET, guess)
+        rows.append({"marks": share.marks(result.breakdown()), "total": result.total})
+    return rows
+
+
+def landing(request):
+    """What the game is, in one screen, for someone who is not logged in."""
+    from .play import open_rounds
+
+    return render(request, "games/landing.html", {
+        "sample": _sample(), "rounds": [(r, payouts.explain_round(r)) for r in open_rounds()[:8]],
+        "starting": STARTING_BALANCE, "max_total": engine.MAX_TOTAL,
+    })
+
+
+@require_GET
+def rules(request):
+    """The full rules, with the payout examples computed by the payout code."""
+    return render(request, "games/rules.html", {
+        "legend": share.LEGEND, "max_total": engine.MAX_TOTAL, "size": engine.SIZE,
+        "classic": payouts.explain(payouts.CLASSIC, EXAMPLE_POOL),
+        "blind": payouts.explain(payouts.BLIND, EXAMPLE_POOL, DEFAULT_BLIND_WEIGHTS),
+        "pool": EXAMPLE_POOL, "diamonds_per_key": wallet.DIAMONDS_PER_KEY,
+    })
+
+
+def streak(days: list, today) -> int:
+    """Consecutive days with a guess, ending today (or yesterday: a streak
+    is not lost before the day is over)."""
+    have = set(days)
+    day = today if today in have else today - timedelta(days=1)
+    n = 0
+    while day in have:
+        n += 1
+        day -= timedelta(days=1)
+    return n
+
+
+def stats(player: Player) -> dict:
+    """Rounds played, wins, best totals (never of a sealed blind round), streak."""
+    played = Guess.objects.filter(player=player).values("round").distinct().count()
+    wins = LedgerEntry.objects.filter(player=player, reason=LedgerEntry.Reason.PRIZE).count()
+    won = sum(LedgerEntry.objects.filter(player=player, reason=LedgerEntry.Reason.PRIZE)
+              .values_list("delta", flat=True))
+    best = (RoundEntry.objects.filter(player=player, best_total__gt=0)
+            .exclude(round__kind=Round.Kind.BLIND, round__status__in=[Round.Status.OPEN, Round.Status.REVEALING])
+            .select_related("round").order_by("-best_total", "round__ends_at")[:5])
+    days = (Guess.objects.filter(player=player).annotate(day=TruncDate("created_at"))
+            .values_list("day", flat=True).annotate(n=Count("id")))
+    return {"played": played, "wins": wins, "won": won, "best": list(best),
+            "streak": streak(list(days), timezone.now().date())}
+
+
+@require_GET
+@player_required
+def profile(request, username: str | None = None):
+    """A player's record; without a name, your own."""
+    if username is None:
+        return redirect("profile", request.user.get_username())
+    user = get_user_model().objects.filter(username=username).first()
+    player = getattr(user, "player", None) if user else None
+    if player is None:
+        raise Http404("no such player")
+    return render(request, "games/profile.html", {"who": user.get_username(), "stats": stats(player),
+                                                  "me": player.pk == request.player.pk})
+
+
+@require_GET
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says: send them to the icon."""
+    return HttpResponsePermanentRedirect(static("games/favicon.svg"))
