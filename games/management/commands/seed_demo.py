@@ -35,13 +35,13 @@ class Command(BaseCommand):
     def _password_file(self, name: str) -> Path:
         return Path(settings.VAR_DIR) / f"demo-{name}.password"
 
-    def _user(self, name: str, *, staff: bool = False):
+    def _user(self, name: str, *, staff: bool = False, superuser: bool = False):
         User = get_user_model()
         user = User.objects.filter(username=name).first()
         path = self._password_file(name)
         if user is None:
             password = secrets.token_urlsafe(12)
-            user = User.objects.create_user(name, password=password, is_staff=staff, is_superuser=staff)
+            user = User.objects.create_user(name, password=password, is_staff=staff, is_superuser=superuser)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             path.unlink(missing_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others
@@ -61,7 +61,7 @@ class Command(BaseCommand):
             _, made = EmojiSet.objects.update_or_create(slug=slug, defaults={"title": spec["title"],
                                                                             "emojis": spec["emojis"]})
             self.stdout.write(f"emoji set {slug}: {len(spec['emojis'])} emojis{' (new)' if made else ''}")
-        self._user("admin", staff=True)
+        self._user("admin", staff=True, superuser=True)
         players = []
         for name in PLAYERS:
             player = ensure_player(self._user(name))
@@ -92,21 +92,11 @@ OPERATORS = {"gamemaster": "Game master", "support": "Support", "queueops": "Que
 
 
 def seed_operators(command) -> None:
-    """Create the group demo users if missing and print their logins."""
+    """Create the group demo users if missing (passwords as for the others:
+    an owner-only file, shown by ``./dev run``)."""
     from django.contrib.auth.models import Group
 
-    User = get_user_model()
     for name, group in OPERATORS.items():
-        path = command._password_file(name)
-        user = User.objects.filter(username=name).first()
-        if user is None:
-            password = secrets.token_urlsafe(12)
-            user = User.objects.create_user(name, password=password, is_staff=True)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(password + "\n")
-            path.chmod(0o600)
-            said = f"password {password} (also in {path})"
-        else:
-            said = f"password in {path}" if path.exists() else "password unchanged"
+        user = command._user(name, staff=True)
         user.groups.add(Group.objects.get(name=group))
-        command.stdout.write(f"operator {name} ({group}): log in at /admin/ as {name}, {said}")
+        command.stdout.write(f"operator {name} ({group}): log in at /admin/ as {name}")

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from echomq.contrib.django import embedded_cluster_dir, is_cluster, valkey_url
+from games.management.commands.seed_demo import OPERATORS
 
 
 class Command(BaseCommand):
@@ -36,7 +37,10 @@ class Command(BaseCommand):
 
         url = f"http://{host}:{port}/"
         return (f"\n  Codemojex is up: {url}\n  game admin: {url}admin/  login {login('admin')}\n"
-                f"  a player:   {url}  login {login('alice')}  (or sign up)\n  Ctrl-C stops everything.\n")
+                f"  a player:   {url}  login {login('alice')}  (or sign up)\n"
+                + "".join(f"  {group.lower()}: {url}admin/  login {login(name)}\n"
+                          for name, group in OPERATORS.items())
+                + "  Ctrl-C stops everything.\n")
 
     def handle(self, *args, **o):
         call_command("migrate", interactive=False, verbosity=0)
