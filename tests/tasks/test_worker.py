@@ -3,6 +3,7 @@ real Valkey: success, failure after N attempts, run_after, and a SIGKILLed
 worker whose task runs again with its result recorded once."""
 from __future__ import annotations
 
+import signal
 from datetime import timedelta
 
 import pytest
@@ -92,3 +93,17 @@ def test_a_killed_workers_task_runs_again_and_is_recorded_once(valkey_server, va
     assert int(valkey.get("test:runs:k")) == 2
     counts = get_queue("default").counts()
     assert (counts["completed"], counts["dead"], counts["active"], counts["pending"]) == (1, 0, 0, 0)
+
+
+def test_sigterm_lets_the_running_task_finish(valkey_server, valkey, tmp_path):
+    proc = worker(valkey_server, tmp_path)
+    result = jobs.gated.enqueue("t")
+    assert valkey.blpop(["test:started:t"], timeout=30), proc.output()
+    proc.popen.send_signal(signal.SIGTERM)  # mid-task: stop claiming, finish what is in hand
+    wait_for(lambda: "finishing the tasks in hand" in proc.output(), timeout=30, what="the drain to begin")
+    assert proc.popen.poll() is None
+    valkey.rpush("test:gate:t", "1")
+    assert proc.popen.wait(30) == 0, proc.output()
+    result.refresh()
+    assert (result.status, result.return_value, result.attempts) == (TaskResultStatus.SUCCESSFUL, "opened", 1)
+    assert get_queue("default").counts()["completed"] == 1
