@@ -247,3 +247,11 @@ def test_a_job_the_reaper_dead_letters_reads_failed():
     result.refresh()
     assert job.id == result.id and result.status == "FAILED"
     assert result.errors[-1].exception_class is WorkerLost and "stalled" in result.errors[-1].traceback
+
+
+def test_a_foreign_job_on_a_task_queue_is_dead_lettered_not_dropped():
+    q = get_queue("default")
+    job_id, _ = q.enqueue(b'{"guess": "GES0000000000"}')  # someone else's payload
+    assert run_pending("default", Runner(backend())) == ["dead"]
+    [dead] = q.dead_jobs()
+    assert dead["id"] == job_id and "not a task payload" in dead["last_error"]
