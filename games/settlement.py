@@ -23,7 +23,7 @@ Payouts, in diamonds, through the ledger, in the settling transaction:
 * void: every guess charge is refunded through the ledger; queued guesses
   become ``refunded`` and are never scored.
 
-Players are notified through ``cm.notify`` after the commit.
+Players are notified by the ``games.tasks.notify`` task, enqueued on commit.
 """
 from __future__ import annotations
 
