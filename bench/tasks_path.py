@@ -12,8 +12,10 @@ Both sides run a handler that does nothing, so the figures are pure overhead:
   call, result SUCCESSFUL: two more script calls per job).
 
 One consumer thread, ``prefetch=0`` (the workers' default), one private
-valkey-server; direct and task alternate within each round so a noisy
-neighbour hurts both. Prints a table: median microseconds per job.
+valkey-server; direct and task alternate within each round (and which goes
+first alternates between rounds) so a noisy neighbour hurts both. Prints
+microseconds per job: wall time, and CPU time (this process plus the
+valkey-server's), which other load on a shared machine sways far less.
 """
 from __future__ import annotations
 
@@ -42,20 +44,17 @@ def _setup(url: str) -> None:
     django.setup()
 
 
-def _drain(queue, handler, n: int) -> float:
-    """Seconds for one consumer to complete ``n`` jobs already queued."""
+def _drain(queue, handler, n: int) -> None:
+    """Run one consumer until it has completed ``n`` jobs already queued."""
     from echomq import Consumer
 
     consumer = Consumer(queue, handler, concurrency=1, beat_ms=50, name=f"bench/{queue.name}")
-    start = time.perf_counter()
     thread = threading.Thread(target=consumer.run, daemon=True)
     thread.start()
     while consumer.stats["completed"] < n:
         time.sleep(0.005)
-    took = time.perf_counter() - start
     consumer.stop()
     thread.join()
-    return took
 
 
 def run(jobs: int, rounds: int) -> dict:
@@ -72,20 +71,30 @@ def run(jobs: int, rounds: int) -> dict:
     def parse(job):
         json.loads(job.payload)
 
-    figures = {k: [] for k in ("direct enqueue", "task enqueue", "direct handle", "task handle")}
-    for _ in range(rounds):
-        client.flushall()
-        t = time.perf_counter()
+    def enqueue_direct():
         for i in range(jobs):
             direct.enqueue(json.dumps({"guess": f"G{i}", "round": "R"}))
-        figures["direct enqueue"].append((time.perf_counter() - t) / jobs)
-        t = time.perf_counter()
+
+    def enqueue_task():
         for i in range(jobs):
             task_jobs.noop.enqueue(f"G{i}", "R")
-        figures["task enqueue"].append((time.perf_counter() - t) / jobs)
-        figures["direct handle"].append(_drain(direct, parse, jobs) / jobs)
-        figures["task handle"].append(_drain(tasks, runner, jobs) / jobs)
-    return {k: statistics.median(v) * 1e6 for k, v in figures.items()}
+
+    steps = {"direct enqueue": enqueue_direct, "task enqueue": enqueue_task,
+             "direct handle": lambda: _drain(direct, parse, jobs), "task handle": lambda: _drain(tasks, runner, jobs)}
+    def server_cpu() -> float:
+        info = client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    figures = {(k, m): [] for k in steps for m in ("wall", "cpu")}
+    for n in range(rounds):
+        client.flushall()
+        first, second = ("direct", "task") if n % 2 == 0 else ("task", "direct")  # alternate who goes first
+        for step in (f"{first} enqueue", f"{second} enqueue", f"{first} handle", f"{second} handle"):
+            wall, cpu, srv = time.perf_counter(), time.process_time(), server_cpu()
+            steps[step]()
+            figures[step, "wall"].append((time.perf_counter() - wall) / jobs * 1e6)
+            figures[step, "cpu"].append((time.process_time() - cpu + server_cpu() - srv) / jobs * 1e6)
+    return figures
 
 
 def main(argv=None) -> None:
@@ -105,18 +114,23 @@ def main(argv=None) -> None:
         import logging
 
         logging.disable(logging.INFO)  # one log line per task would time the logger
-        us = run(args.jobs, args.rounds)
+        figures = run(args.jobs, args.rounds)
     finally:
         server.terminate()
         server.wait(10)
         shutil.rmtree(work, ignore_errors=True)
-    rows = [("enqueue", us["direct enqueue"], us["task enqueue"]),
-            ("handle (claim, run, settle)", us["direct handle"], us["task handle"])]
-    print(f"\nTask path vs direct queue: median us/job over {args.rounds} round(s) of {args.jobs} jobs "
-          f"(no-op handler, 1 consumer thread, prefetch 0; shared machine, so compare within a run)\n")
-    print(f"{'':30} {'direct':>10} {'task':>10} {'task/direct':>12}")
-    for name, d, t in rows:
-        print(f"{name:30} {d:10.1f} {t:10.1f} {t / d:11.2f}x")
+    print(f"\nTask path vs direct queue: us per job, median of {args.rounds} round(s) of {args.jobs} jobs "
+          f"(no-op handler, 1 consumer thread, prefetch 0).\nwall: elapsed time, swayed by other load on a shared "
+          f"machine; cpu: this process's CPU time plus valkey-server's (INFO cpu), the cost itself.\n")
+    print(f"{'':28} {'direct':>8} {'task':>8} {'ratio':>7}   {'direct':>8} {'task':>8} {'ratio':>7}")
+    print(f"{'':28} {'wall':>8} {'wall':>8} {'':>7}   {'cpu':>8} {'cpu':>8}")
+    for name in ("enqueue", "handle"):
+        cells = []
+        for metric in ("wall", "cpu"):
+            d = statistics.median(figures[f"direct {name}", metric])
+            t = statistics.median(figures[f"task {name}", metric])
+            cells.append(f"{d:8.0f} {t:8.0f} {t / d:6.2f}x")
+        print(f"{name + (' (claim, run, settle)' if name == 'handle' else ''):28} " + "   ".join(cells))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ paid; a mismatch voids the round.
 * void: every guess charge is refunded through the ledger; queued guesses
   become ``refunded`` and are never scored.
 
-Players are notified through ``cm.notify`` after the commit.
+Players are notified by the ``games.tasks.notify`` task, enqueued on commit.
 """
 from __future__ import annotations
 

@@ -34,7 +34,14 @@ def test_run_tasks_exports_what_it_did(valkey_server, tmp_path):
         results = [jobs.add.enqueue(i, 1) for i in range(3)] + [jobs.always_fails.enqueue("m")]
         for r in results:
             wait_for(lambda r=r: r.refresh() or r.is_finished, timeout=30, what="the tasks")
-        found = samples(scrape(port))
+
+        def settled():  # results are written before the acks that the counters follow
+            found = samples(scrape(port))
+            done = sum(value(found, "echomq_worker_jobs_handled_total", queue="default", outcome=o)
+                       for o in ("completed", "dead"))
+            return found if done == 4 else None
+
+        found = wait_for(settled, timeout=30, what="the last acks")
     finally:
         assert proc.terminate() == 0
     outcomes = {o: value(found, "echomq_worker_jobs_handled_total", queue="default", outcome=o)
@@ -62,6 +69,8 @@ def test_score_notifier_and_reaper_processes_export_theirs(valkey_server, make_p
             raise AssertionError(score.output()[-3000:]) from None
         wait_for(lambda: value(samples(scrape(reaper_port)), "echomq_reaper_passes_total") >= 2, timeout=30,
                  what="reaper passes")
+        wait_for(lambda: value(samples(scrape(score_port)), "echomq_worker_jobs_handled_total", queue="cm",
+                               outcome="completed") == 2, timeout=30, what="the acks")
         scored, notified, reaped = (samples(scrape(p)) for p in (score_port, notifier_port, reaper_port))
     finally:
         codes = [p.terminate() for p in (score, notifier, reaper)]
@@ -75,3 +84,23 @@ def test_score_notifier_and_reaper_processes_export_theirs(valkey_server, make_p
     assert ours(reaped) == {"echomq_reaper_passes_total", "echomq_reaper_jobs_total"}
     assert value(reaped, "echomq_reaper_jobs_total", queue="cm", action="returned") == 0
     assert documented() == ours(scored | notified | reaped) | SITE  # the doc lists every name, and no other
+
+
+def test_in_hand_counts_a_running_task(valkey_server, valkey, tmp_path):
+    proc, port = started(["run_tasks", "--queue", "default"], valkey_server, tmp_path, "tasks")
+    try:
+        result = jobs.gated.enqueue("g")
+        assert valkey.blpop(["test:started:g"], timeout=30), proc.output()
+        during = samples(scrape(port))
+        valkey.rpush("test:gate:g", "1")
+        wait_for(lambda: result.refresh() or result.is_finished, timeout=30, what="the task")
+        wait_for(lambda: value(samples(scrape(port)), "echomq_worker_jobs_handled_total", queue="default",
+                               outcome="completed") == 1, timeout=30, what="the ack")
+        after = samples(scrape(port))
+    finally:
+        assert proc.terminate() == 0
+    assert value(during, "echomq_worker_jobs_in_hand", queue="default") == 1
+    assert value(during, "echomq_worker_claim_to_start_seconds_count", queue="default") == 1
+    assert value(during, "echomq_worker_handler_seconds_count", queue="default") == 0  # still running
+    assert value(after, "echomq_worker_jobs_in_hand", queue="default") == 0
+    assert value(after, "echomq_worker_handler_seconds_count", queue="default") == 1

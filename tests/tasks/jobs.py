@@ -56,3 +56,11 @@ def which_attempt(context, label: str) -> dict:
 @task(lane="player_id")
 def per_player(player_id: str, n: int) -> int:
     return n
+
+
+@task
+def gated(marker: str) -> str:
+    """Says it started, then waits (up to 30 s) for the test to open the gate."""
+    client = get_client()
+    client.rpush(f"test:started:{marker}", "1")
+    return "opened" if client.blpop([f"test:gate:{marker}"], timeout=30) else "timed out"

@@ -3,6 +3,7 @@ checks at enqueue, and what the Runner records (no worker process here;
 tests/tasks/test_worker.py runs a real one)."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -247,3 +248,26 @@ def test_a_job_the_reaper_dead_letters_reads_failed():
     result.refresh()
     assert job.id == result.id and result.status == "FAILED"
     assert result.errors[-1].exception_class is WorkerLost and "stalled" in result.errors[-1].traceback
+
+
+def test_a_foreign_job_on_a_task_queue_is_dead_lettered_not_dropped():
+    q = get_queue("default")
+    job_id, _ = q.enqueue(b'{"guess": "GES0000000000"}')  # someone else's payload
+    assert run_pending("default", Runner(backend())) == ["dead"]
+    [dead] = q.dead_jobs()
+    assert dead["id"] == job_id and "not a task payload" in dead["last_error"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--queue", "nope"], "not in TASKS['default']['QUEUES']: nope"),
+    (["--concurrency", "0"], "--concurrency must be at least 1"),
+    (["--lease-ms", "50"], "--lease-ms must be at least 100"),
+    (["--backend", "missing"], "missing"),
+])
+def test_run_tasks_refuses_bad_options_before_starting(argv, words):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    from django.tasks.exceptions import InvalidTaskBackend
+
+    with pytest.raises((CommandError, InvalidTaskBackend), match=re.escape(words)):
+        call_command("run_tasks", *argv)

@@ -56,7 +56,7 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
-from echomq import Drop, Queue, Retry, ids, keyspace
+from echomq import Queue, Retry, ids, keyspace
 from echomq.errors import InvalidName
 from echomq.scripts import Script
 
@@ -310,7 +310,10 @@ class Runner:
             record = json.loads(job.payload)
             args, kwargs = json.loads(record["args"]), json.loads(record["kwargs"])
         except (ValueError, KeyError, TypeError) as exc:
-            raise Drop(f"not a task payload: {exc}") from None
+            # Another producer's job on a task queue (a misconfiguration): keep
+            # it, dead-lettered and visible, rather than drop someone's work.
+            raise Retry(f"not a task payload ({type(exc).__name__}: {exc}); is this queue shared "
+                        "with a direct producer?", delay_ms=0, max_attempts=1) from None
         backend, client = self.backend, get_client()
         key = result_key(job.queue, job.id)
         fill = [x for kv in record.items() for x in kv]
