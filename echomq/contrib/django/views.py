@@ -148,10 +148,14 @@ def _limit(request, default: int = 50) -> int:
 
 
 def _refresh(request) -> int | None:
+    """Seconds between auto-refreshes, 2 to 3600; absent means none."""
     raw = request.GET.get("refresh")
-    if raw and raw.isascii() and raw.isdigit() and 2 <= int(raw) <= 3600:
-        return int(raw)
-    return None
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit() and 2 <= int(raw) <= 3600):
+        raise PageError(400, "Bad refresh", f"refresh must be a whole number of seconds from 2 to 3600, "
+                                            f"got {raw!r}.")
+    return int(raw)
 
 
 def _back(request, fallback: str):
