@@ -3,7 +3,7 @@ hidden), grant currency through the ledger, and the leaderboard view."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from games import leaderboard, settlement, wallet
+from games import leaderboard, wallet
 from games.guesses import submit
 from games.models import LedgerEntry, Round
 from games.workers import score_guess
