@@ -424,14 +424,16 @@ class OperatorActionAdmin(ReadOnly):
     """Every admin write (Django's own adds and changes, grants, settle,
     void, rebuild, queue actions), newest first."""
 
-    list_display = ("action_time", "user", "action", "target", "message")
+    list_display = ("action_time", "user", "target", "message")
     list_select_related = ("user", "content_type")
-    list_filter = ("action_flag",)
     search_fields = ("object_repr", "object_id", "change_message", "user__username")
     fields = readonly_fields = ("action_time", "user", "action", "target", "message")
     list_per_page = 50
 
-    @admin.display(description="action", ordering="action_flag")
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {"title": "Recent operator actions", **(extra_context or {})})
+
+    @admin.display(description="action")
     def action(self, obj):
         return {CHANGE: "change"}.get(obj.action_flag) or obj.get_action_flag_display()
 

@@ -135,6 +135,8 @@ class GuardedAdmin(admin.ModelAdmin):
             for value in values:
                 if "\x00" in key or "\x00" in value:
                     raise Refused("The query string holds a NUL byte.")
+                if "\ufffd" in key or "\ufffd" in value:
+                    raise Refused("The query string is not valid UTF-8.")
             value = values[-1]
             if key == SEARCH_VAR:
                 if len(value) > MAX_SEARCH or _CONTROL_CHARS.search(value):
@@ -161,6 +163,23 @@ class GuardedAdmin(admin.ModelAdmin):
                 if key not in allowed:
                     known = ", ".join(sorted(allowed)) or "nothing"
                     raise Refused(f"Unknown filter {key!r}: this list filters by {known}.")
+                self.check_filter_value(key, value)
+
+    def check_filter_value(self, key: str, value: str) -> None:
+        """A filter's value must be one its control can send."""
+        name, _, lookup = key.rpartition(LOOKUP_SEP)
+        if lookup == "isnull":
+            if value not in ("True", "False", "1", "0"):
+                raise Refused(f"{key} must be True or False, got {value!r}.")
+            return
+        if lookup != "exact":
+            return
+        try:
+            field = self.model._meta.get_field(name)
+        except FieldDoesNotExist:
+            return  # a relation's pk: its own field checks it (a bad one is refused below)
+        if field.choices and value not in {str(k) for k, _ in field.flatchoices}:
+            raise Refused(f"{key} must be one of {', '.join(str(k) for k, _ in field.flatchoices)}, got {value!r}.")
 
     def get_changelist_instance(self, request):
         try:

@@ -32,6 +32,8 @@ pytestmark = pytest.mark.django_db
     ("/admin/queues/?q=" + "x" * 65, 400, "at most 64 characters"),
     ("/admin/queues/?q=a%01b", 400, "at most 64 characters"),
     ("/admin/queues/cm/?limit=%C2%B2", 400, "limit must be a whole number"),
+    ("/admin/queues/?refresh=1", 400, "refresh must be a whole number"),
+    ("/admin/queues/cm/?refresh=abc", 400, "refresh must be a whole number"),
 ])
 def test_bad_input_pages(staff_client, emq, url, status, words):
     resp = staff_client.get(url)

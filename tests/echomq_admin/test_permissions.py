@@ -18,34 +18,34 @@ def _jobs(queue):
     return dead, pending
 
 
-def posts(dead, pending):
-    yes = {"confirm": "yes"}
-    return [
-        ("/admin/queues/cm/pause/", {}),
-        ("/admin/queues/cm/resume/", {}),
-        (f"/admin/queues/cm/jobs/{dead}/requeue/", yes),
-        (f"/admin/queues/cm/jobs/{dead}/requeue/", {}),
-        (f"/admin/queues/cm/jobs/{dead}/remove/", yes),
-        (f"/admin/queues/cm/jobs/{pending}/remove/", yes),
-        (f"/admin/queues/cm/jobs/{pending}/remove/", {"option": "refund", **yes}),
-        (f"/admin/queues/cm/jobs/{pending}/remove/", {}),
-        (f"/admin/queues/cm/jobs/{pending}/cancel/", yes),
-        (f"/admin/queues/cm/jobs/{pending}/cancel/", {}),
-        ("/admin/queues/cm/dead/", {"action": "requeue", "ids": [dead], **yes}),
-        ("/admin/queues/cm/dead/", {"action": "remove", "ids": [dead], **yes}),
-        ("/admin/queues/cm/dead/", {"action": "remove", "ids": [dead]}),
-    ]
+POSTS = {
+    "pause": ("/admin/queues/cm/pause/", {}),
+    "resume": ("/admin/queues/cm/resume/", {}),
+    "requeue": ("/admin/queues/cm/jobs/{dead}/requeue/", {"confirm": "yes"}),
+    "requeue, unconfirmed": ("/admin/queues/cm/jobs/{dead}/requeue/", {}),
+    "remove a dead job": ("/admin/queues/cm/jobs/{dead}/remove/", {"confirm": "yes"}),
+    "remove a pending job": ("/admin/queues/cm/jobs/{pending}/remove/", {"confirm": "yes"}),
+    "remove with an option": ("/admin/queues/cm/jobs/{pending}/remove/", {"option": "refund", "confirm": "yes"}),
+    "remove, unconfirmed": ("/admin/queues/cm/jobs/{pending}/remove/", {}),
+    "cancel": ("/admin/queues/cm/jobs/{pending}/cancel/", {"confirm": "yes"}),
+    "cancel, unconfirmed": ("/admin/queues/cm/jobs/{pending}/cancel/", {}),
+    "bulk requeue": ("/admin/queues/cm/dead/", {"action": "requeue", "ids": ["{dead}"], "confirm": "yes"}),
+    "bulk remove": ("/admin/queues/cm/dead/", {"action": "remove", "ids": ["{dead}"], "confirm": "yes"}),
+    "bulk, unconfirmed": ("/admin/queues/cm/dead/", {"action": "remove", "ids": ["{dead}"]}),
+}
 
 
-def test_every_post_is_refused_to_a_viewer_and_changes_nothing(viewer_client, queue, emq):
+@pytest.mark.parametrize("post", list(POSTS))
+def test_every_post_is_refused_to_a_viewer_and_changes_nothing(viewer_client, queue, emq, post):
     dead, pending = _jobs(queue)
     queue.pause()  # so "resume" would change something too
-    for url, data in posts(dead, pending):
-        before = valkey_snapshot(emq)
-        resp = viewer_client.post(url, data)
-        assert resp.status_code == 403, url
-        assert "echomq.operate_queues" in resp.content.decode()
-        assert valkey_snapshot(emq) == before, url
+    url, data = POSTS[post]
+    data = {k: [x.format(dead=dead) for x in v] if isinstance(v, list) else v for k, v in data.items()}
+    before = valkey_snapshot(emq)
+    resp = viewer_client.post(url.format(dead=dead, pending=pending), data)
+    assert resp.status_code == 403
+    assert "echomq.operate_queues" in resp.content.decode()
+    assert valkey_snapshot(emq) == before
     assert not LogEntry.objects.exists()
 
 

@@ -3,7 +3,7 @@ hidden), grant currency through the ledger, and the leaderboard view."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from games import leaderboard, settlement, wallet
+from games import leaderboard, wallet
 from games.guesses import submit
 from games.models import LedgerEntry, Round
 from games.workers import score_guess
@@ -139,3 +139,18 @@ def test_console_is_staff_only(client, make_player, make_round):
     for url in ("/admin/games/round/", f"/admin/games/round/{rnd.pk}/leaderboard/", "/admin/games/round/add/"):
         resp = client.get(url)
         assert resp.status_code == 302 and "/admin/login/" in resp["Location"]
+
+
+@pytest.mark.parametrize("ms, words", [(393_000, "6 min 33 s"), (393_999, "6 min 33 s"), (12_000, "12 s"),
+                                       (999, "under 1 s"), (3_725_000, "1 h 2 min 5 s"), (7_200_000, "2 h")])
+def test_reached_after_reads_as_minutes_and_seconds(ms, words):
+    from games.admin import reached_after
+
+    assert reached_after(ms) == words
+
+
+def test_the_console_says_codemojex(staff):
+    html = staff.get("/admin/").content.decode()
+    assert "<title>Codemojex console | Codemojex admin</title>" in html
+    assert 'id="site-name"><a href="/admin/">Codemojex admin</a>' in html
+    assert "Django administration" not in html

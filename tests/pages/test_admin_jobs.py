@@ -211,3 +211,11 @@ def test_queue_page_lists_recently_completed_jobs(root, queued):
     resp = root.get("/admin/queues/cm/")
     assert [j["id"] for j in resp.context["completed"]] == [queued.job_id]
     assert "Recently completed" in resp.content.decode()
+
+
+def test_bulk_remove_of_dead_guess_jobs_warns_they_come_back(root, queued):
+    q = get_queue("cm")
+    job = q.claim(lease_ms=60_000)
+    assert q.retry(job.id, job.attempts, max_attempts=1, error="db down") == "dead"
+    page = root.post("/admin/queues/cm/dead/", {"action": "remove", "ids": [job.id]}).content.decode()
+    assert "relay sends its job again" in page and q.job(job.id)["state"] == "dead"

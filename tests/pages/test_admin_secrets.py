@@ -174,3 +174,31 @@ def test_everything_is_shown_after_settlement(root, live):
     assert "/600" in board and "reached after" in board
     # Filters on sealed fields stay refused even now: a list spans open rounds too.
     assert refused(root.get("/admin/games/round/?secret__0=a"))
+
+
+MALFORMED = ["%00=1", "q=%00", "o=%00", "p=%00", "o=-", "o=1..2", "p=", "p=%EF%BC%91", "all=%00",
+             "_to_field=secret", "_to_field=nonce&_popup=1", "pk__regex=(", "id__in=", "id__in=a,%00",
+             "status__exact=%ff", "status__isnull=maybe", "e=1&secret=1", "q=" + "%F0%9F%90%B6" * 300,
+             "x" * 300 + "=1", "__=1", "=1", "%ZZ=1"]
+
+
+@pytest.mark.parametrize("model", ["round", "guess", "player", "wallet", "ledgerentry", "roundentry", "lock",
+                                   "notification", "emojiset", "operatoraction"])
+def test_any_malformed_changelist_query_answers_400(root, live, model):
+    for query in MALFORMED:
+        resp = root.get(f"/admin/games/{model}/?{query}")
+        assert resp.status_code == 400, (model, query, resp.status_code)
+
+
+def test_other_admin_pages_never_answer_500_to_odd_query_strings(root, live):
+    rnd = live["blind"]
+    g = Guess.objects.filter(round=rnd).first()
+    pages = [f"/admin/games/round/{rnd.pk}/change/", f"/admin/games/round/{rnd.pk}/history/",
+             f"/admin/games/round/{rnd.pk}/leaderboard/", "/admin/games/round/add/", f"/admin/games/guess/{g.pk}/change/",
+             "/admin/autocomplete/", "/admin/games/round/NOPE/change/", "/admin/queues/", "/admin/queues/cm/"]
+    for page in pages:
+        for query in MALFORMED + ["_changelist_filters=secret__0%3Da", "emoji_set=%00", "app_label=games&model_name=round&field_name=secret&term=a"]:
+            resp = root.get(f"{page}?{query}")
+            assert resp.status_code < 500, (page, query, resp.status_code)
+            for form in secret_forms(rnd):
+                assert form not in resp.content.decode(), (page, query)

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 MAX_LIMIT = 1000
 MAX_BULK = 1000
 MAX_SEARCH = 64
+MAX_DESCRIBED = 100  # jobs a bulk confirmation page asks the resolver about
 
 
 class PageError(Exception):
@@ -147,10 +148,14 @@ def _limit(request, default: int = 50) -> int:
 
 
 def _refresh(request) -> int | None:
+    """Seconds between auto-refreshes, 2 to 3600; absent means none."""
     raw = request.GET.get("refresh")
-    if raw and raw.isascii() and raw.isdigit() and 2 <= int(raw) <= 3600:
-        return int(raw)
-    return None
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit() and 2 <= int(raw) <= 3600):
+        raise PageError(400, "Bad refresh", f"refresh must be a whole number of seconds from 2 to 3600, "
+                                            f"got {raw!r}.")
+    return int(raw)
 
 
 def _back(request, fallback: str):
@@ -432,7 +437,10 @@ def dead_bulk(request, queue):
         raise PageError(400, "Too many jobs", f"At most {MAX_BULK} jobs at once.", q.name)
     jids = list(dict.fromkeys(_job_id(j, q.name) for j in raw))
     if not _confirmed(request):
-        return _confirm_page(request, q, action, [{"id": j, "state": "dead"} for j in jids], bulk=True)
+        # What each job means to the application, for the first ones (a page, not a report).
+        jobs = [{"id": j, "state": "dead", "about": _about(q.name, j, None, request.user) if i < MAX_DESCRIBED
+                 else None} for i, j in enumerate(jids)]
+        return _confirm_page(request, q, action, jobs, bulk=True)
     done, skipped = [], []
     for jid in jids:
         if action == "requeue":
