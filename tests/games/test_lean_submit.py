@@ -235,3 +235,17 @@ def test_a_submit_waiting_on_the_wallet_lock_answers_the_first_guess(make_player
     assert Guess.objects.filter(player=p).count() == 1 and charges(p) == 1
     assert wallet.balances(p)["keys"] == 4 == wallet.ledger_sums(p)["keys"]
 
+
+
+def test_the_rows_submit_writes_read_back_as_saved(make_player, make_round):
+    """``insert_row`` writes what ``save(force_insert=True)`` would: every
+    field of the guess and its ledger row reads back equal."""
+    p = make_player(keys=5)
+    rnd = make_round(secret=S)  # the whole animals set: a ZWJ sequence is one emoji
+    g = submit(p, rnd, ["🐕\u200d🦺"] + S[1:], idempotency_key="k")
+    stored = Guess.objects.get(pk=g.pk)
+    assert {f.name: getattr(stored, f.attname) for f in Guess._meta.concrete_fields} == {
+        f.name: getattr(g, f.attname) for f in Guess._meta.concrete_fields}
+    charge = LedgerEntry.objects.get(reason="guess", reference=g.pk)
+    assert (charge.delta, charge.balance_after, charge.currency) == (-1, 4, "keys")
+    assert charge.created_at is not None and stored.created_at is not None
