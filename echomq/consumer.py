@@ -84,13 +84,14 @@ class Consumer:
     claim); they are leased and heart-beaten while they wait, and handed back
     unstarted when the consumer stops.
 
-    Instead of ``handler``, ``handler_many(jobs)`` takes up to ``batch`` claimed
-    jobs at once (whatever is waiting when a thread is free, so a light load
-    still goes one by one) and returns one result per job, in order: None
-    (or any non-exception) completes that job; an exception (``Drop``, ``Retry``, any other) settles
-    it as if ``handler`` had raised it. If ``handler_many`` itself raises,
-    every job of the batch gets that outcome. Each thread holds up to
-    ``batch`` jobs, so ``concurrency * batch + prefetch`` are claimed at most.
+    Instead of ``handler``, ``handler_many(jobs)`` takes up to ``batch``
+    (default 50) claimed jobs at once -- whatever is waiting when a thread is
+    free, so a light load still goes one by one -- and returns one result per
+    job, in order: an exception (``Drop``, ``Retry``, any other) settles that
+    job as if ``handler`` had raised it; anything else completes it. If
+    ``handler_many`` itself raises, every job of the batch gets that outcome.
+    Each thread holds up to ``batch`` jobs, so ``concurrency * batch +
+    prefetch`` are claimed at most.
     """
 
     def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
