@@ -2,10 +2,12 @@
 
 Two differences from ``django.core.cache.backends.redis.RedisCache``:
 
-* The server is the one ``echomq.contrib.django.valkey_url()`` names, looked
-  up on first use rather than at settings import, so the embedded Valkey is
-  started only by a process that needs it, and a test that points EchoMQ at
-  another server (``reset_client``) moves the cache along with it.
+* The server is the one EchoMQ uses in this process, looked up on each use:
+  ``VALKEY_URL``, or whatever ``echomq.contrib.django`` was pointed at
+  (``reset_client``, as the tests do), or the install's embedded server if it
+  is running. The cache never starts the embedded server itself: until the
+  queue has (its first enqueue does), there is no cache and every read is a
+  miss served by the database.
 * One ``redis.Redis`` per pool, made once: Django's client builds a new one
   (and its table of response callbacks) for every cache call, which cost
   more CPU than the call itself.
@@ -53,13 +55,25 @@ class ValkeyCache(RedisCache):
         super().__init__(server or "", params)
         self._class = _ReusingClient
 
+    def _url(self) -> str:
+        from django.conf import settings
+
+        from echomq import embedded
+        from echomq.contrib import django as emq
+
+        if self._servers and self._servers[0]:
+            return self._servers[0]
+        conf = getattr(settings, "ECHOMQ", {})
+        url = emq._url or conf.get("URL") or embedded.running_url(conf.get("EMBEDDED_DIR") or "var/valkey")
+        if not url:
+            raise redis.exceptions.ConnectionError("no Valkey yet: none configured and the embedded one is not running")
+        return url
+
     @property
     def _cache(self):
         """One client (with its connection pool) per Valkey URL per process,
         shared by every thread's cache handle."""
-        from echomq.contrib.django import valkey_url
-
-        url = self._servers[0] if self._servers and self._servers[0] else valkey_url()
+        url = self._url()
         client = self._clients.get(url)
         if client is None:
             with self._clients_lock:
