@@ -45,7 +45,7 @@ import traceback
 from . import ids, keyspace
 from .errors import Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
 from .job import Job
-from .queue import MAX_MS
+from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
 
 log = logging.getLogger("echomq.consumer")
 
@@ -114,10 +114,14 @@ class Consumer:
     def __init__(self, queue, handler, *, concurrency: int = 1, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int | None = None,
                  grace_ms: int = 10_000, name: str | None = None):
-        if concurrency < 1 or (prefetch is not None and prefetch < 0) or lease_ms < 100 or beat_ms < 10 \
-                or max_attempts < 1:
-            raise ValueError("need concurrency >= 1, prefetch >= 0 or None, lease_ms >= 100, beat_ms >= 10, "
-                             "max_attempts >= 1")
+        # Checked here, so a setting the scripts would refuse fails now, not in a thread later.
+        check_int(concurrency, "concurrency", 1, MAX_BATCH)
+        if prefetch is not None:
+            check_int(prefetch, "prefetch", 0, MAX_BATCH - concurrency)
+        check_int(lease_ms, "lease_ms", 100, MAX_MS)
+        check_int(beat_ms, "beat_ms", 10, MAX_MS)
+        check_int(max_attempts, "max_attempts", 1, MAX_COUNT)
+        check_int(grace_ms, "grace_ms", 0, MAX_MS)
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
