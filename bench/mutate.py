@@ -136,6 +136,8 @@ def main(argv=None) -> int:
     ap.add_argument("--files", help="comma list of paths (default: echomq/*.py, lua/*.lua, lua/include/*.lua)")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per test run")
     ap.add_argument("--list", action="store_true", help="print the candidates and stop")
+    ap.add_argument("--rerun", metavar="OUTPUT", help="run only the mutants a previous run's output "
+                    "lists as survived (after adding tests: the killed ones stay killed, tests only grow)")
     a = ap.parse_args(argv)
     if a.files:
         files = [f.strip() for f in a.files.split(",") if f.strip()]
@@ -151,6 +153,10 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C: restore, clean up, print the score
     rng = random.Random(a.seed)
     picked = muts if not a.n or a.n >= len(muts) else sorted(rng.sample(muts, a.n))
+    if a.rerun:
+        wanted = set(re.findall(r"^  survived (\S+):(\d+) (\S+): ", Path(a.rerun).read_text(), re.M))
+        picked = [m for m in muts if (m[0], str(m[1] + 1), m[2]) in wanted]
+        print(f"rerunning {len(picked)} survivors of {a.rerun}")
     work = Path(tempfile.mkdtemp(prefix="emq-mutate-"))
     ignore = shutil.ignore_patterns(".git", ".venv", ".venvs", "__pycache__", "node_modules", "*.pyc")
     shutil.copytree(REPO, work / "repo", ignore=ignore)
