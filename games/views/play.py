@@ -12,6 +12,7 @@ import logging
 import uuid
 from urllib.parse import urlencode
 
+import echomq
 import redis
 from django.contrib import messages
 from django.db.models import Q
@@ -228,7 +229,7 @@ def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:
     when Valkey does not answer, so the page still works."""
     try:
         return leaderboard.public_top(rnd, 100), True
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+    except echomq.UNAVAILABLE as exc:
         log.warning("leaderboard %s read from the database, Valkey unreachable: %s", rnd.pk, exc)
         return leaderboard.standings_from_db(rnd.pk)[:100], False
 

@@ -21,8 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=1, help="handler threads")
         parser.add_argument("--lease-ms", type=int, default=30_000)
         parser.add_argument("--batch", type=int, default=50, help="most guesses scored in one transaction")
-        parser.add_argument("--prefetch", type=int, default=50,
-                            help="jobs claimed ahead, so the next batch waits in hand while one is scored")
+        parser.add_argument("--prefetch", type=int, default=None,
+                            help="jobs claimed ahead (default: adaptive, as echomq.Consumer), so the next "
+                                 "batch waits in hand while one is scored")
         parser.add_argument("--max-attempts", type=int, default=10,
                             help="deliveries before a failing job is dead-lettered")
         parser.add_argument("--beat-ms", type=int, default=1_000)
