@@ -100,6 +100,20 @@ class ValkeyCache(RedisCache):
             self._down(exc)
             return {}
 
+    def has_key(self, key, version=None):
+        try:
+            return super().has_key(key, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().touch(key, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
         try:
             super().set(key, value, timeout, version)

@@ -249,3 +249,18 @@ def test_the_rows_submit_writes_read_back_as_saved(make_player, make_round):
     charge = LedgerEntry.objects.get(reason="guess", reference=g.pk)
     assert (charge.delta, charge.balance_after, charge.currency) == (-1, 4, "keys")
     assert charge.created_at is not None and stored.created_at is not None
+
+
+def test_with_no_valkey_at_all_signing_in_and_guessing_work_from_the_database(client, make_player, make_round,
+                                                                              settings):
+    """Before the embedded Valkey is started (nothing configured, none
+    running) the cache is a miss, never an error: a new session is created,
+    the guess is taken (it stays queued for the relay)."""
+    emq_django.reset_client(None)
+    settings.ECHOMQ = {**settings.ECHOMQ, "URL": "", "EMBEDDED_DIR": "/nonexistent/valkey"}
+    p = make_player("novalkey", keys=3)
+    client.force_login(p.user)
+    rnd = make_round(secret=S)
+    emq_django.reset_client("redis://127.0.0.1:1/0")  # the queue, too, is unreachable
+    assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER, "e" * 32)).status_code == 302
+    assert charges(p) == 1
