@@ -161,7 +161,12 @@ class Postgres:
         return {name: int(n) for name, n in rows}
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)  # fast shutdown
+        """Fast shutdown, signalled to the postmaster itself (``runuser``
+        does not pass signals on)."""
+        try:
+            os.kill(self.pid, signal.SIGINT)
+        except (OSError, ValueError):
+            self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
