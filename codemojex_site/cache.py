@@ -2,10 +2,15 @@
 
 Two differences from ``django.core.cache.backends.redis.RedisCache``:
 
-* The server is the one ``echomq.contrib.django.valkey_url()`` names, looked
-  up on first use rather than at settings import, so the embedded Valkey is
-  started only by a process that needs it, and a test that points EchoMQ at
-  another server (``reset_client``) moves the cache along with it.
+* The server is the one EchoMQ uses in this process, looked up on each use:
+  ``VALKEY_URL``, or whatever ``echomq.contrib.django`` was pointed at
+  (``reset_client``, as the tests do), or the install's embedded server if it
+  is running. The cache never starts the embedded server itself: until the
+  queue has (its first enqueue does), there is no cache and every read is a
+  miss served by the database.
+* One ``redis.Redis`` per pool, made once: Django's client builds a new one
+  (and its table of response callbacks) for every cache call, which cost
+  more CPU than the call itself.
 * A cache that cannot be reached is a miss, not a 500: reads answer the
   default and writes are skipped, with one warning line at most every ten
   seconds. Everything cached here (sessions under ``cached_db``, the logged-in
@@ -21,7 +26,7 @@ import time
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
-from echomq import UNAVAILABLE
+from echomq import UNAVAILABLE, Unavailable
 
 log = logging.getLogger("codemojex.cache")
 
@@ -38,6 +43,19 @@ class _ClusterCacheClient(RedisCacheClient):
         return get_client()
 
 
+class _ReusingClient(RedisCacheClient):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._made: dict = {}
+
+    def get_client(self, key=None, *, write=False):
+        pool = self._get_connection_pool(write)
+        client = self._made.get(id(pool))
+        if client is None:
+            client = self._made.setdefault(id(pool), self._client(connection_pool=pool))
+        return client
+
+
 class ValkeyCache(RedisCache):
     _clients: dict = {}
     _clients_lock = threading.Lock()
@@ -45,13 +63,28 @@ class ValkeyCache(RedisCache):
 
     def __init__(self, server, params):
         super().__init__(server or "", params)
+        self._class = _ReusingClient
+
+    def _url(self) -> str:
+        from django.conf import settings
+
+        from echomq import embedded
+        from echomq.contrib import django as emq
+
+        if self._servers and self._servers[0]:
+            return self._servers[0]
+        conf = getattr(settings, "ECHOMQ", {})
+        url = emq._url or conf.get("URL") or embedded.running_url(conf.get("EMBEDDED_DIR") or "var/valkey")
+        if not url:
+            raise Unavailable("no Valkey yet: none configured and the embedded one is not running")
+        return url
 
     @property
     def _cache(self):
         """One client (with its connection pool) per Valkey URL per process,
         shared by every thread's cache handle. On the EchoMQ Valkey Cluster
         it is EchoMQ's own RedisCluster client (it follows the topology)."""
-        from echomq.contrib.django import is_cluster, valkey_url
+        from echomq.contrib.django import is_cluster
 
         if not (self._servers and self._servers[0]) and is_cluster():
             client = self._clients.get("cluster")
@@ -59,7 +92,7 @@ class ValkeyCache(RedisCache):
                 with self._clients_lock:
                     client = self._clients.setdefault("cluster", _ClusterCacheClient([""], **self._options))
             return client
-        url = self._servers[0] if self._servers and self._servers[0] else valkey_url()
+        url = self._url()
         client = self._clients.get(url)
         if client is None:
             with self._clients_lock:
@@ -85,6 +118,20 @@ class ValkeyCache(RedisCache):
         except DOWN as exc:
             self._down(exc)
             return {}
+
+    def has_key(self, key, version=None):
+        try:
+            return super().has_key(key, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().touch(key, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
 
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
         try:

@@ -43,9 +43,9 @@ import time
 import traceback
 
 from . import ids, keyspace
-from .errors import Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
+from .errors import ArgumentError, Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
 from .job import Job
-from .queue import MAX_MS
+from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
 
 log = logging.getLogger("echomq.consumer")
 
@@ -152,18 +152,24 @@ class Consumer:
                  concurrency: int = 1, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int | None = None,
                  grace_ms: int = 10_000, name: str | None = None, observer: Observer | None = None):
-        if concurrency < 1 or (prefetch is not None and prefetch < 0) or lease_ms < 100 or beat_ms < 10 \
-                or max_attempts < 1:
-            raise ValueError("need concurrency >= 1, prefetch >= 0 or None, lease_ms >= 100, beat_ms >= 10, "
-                             "max_attempts >= 1")
+        # Checked here, so a setting the scripts would refuse fails now, not in a thread later.
         if (handler is None) == (handler_many is None):
-            raise ValueError("give exactly one of handler and handler_many")
-        if batch is not None and (handler_many is None or batch < 1):
-            raise ValueError("batch is the size of a handler_many call: a whole number >= 1")
+            raise ArgumentError("give exactly one of handler and handler_many")
+        if batch is not None and handler_many is None:
+            raise ArgumentError("batch is the size of a handler_many call; there is no handler_many")
+        batch = 1 if handler_many is None else check_int(DEFAULT_BATCH if batch is None else batch, "batch", 1,
+                                                         MAX_BATCH)
+        check_int(concurrency, "concurrency", 1, MAX_BATCH // batch)
+        if prefetch is not None:
+            check_int(prefetch, "prefetch", 0, MAX_BATCH - concurrency * batch)
+        check_int(lease_ms, "lease_ms", 100, MAX_MS)
+        check_int(beat_ms, "beat_ms", 10, MAX_MS)
+        check_int(max_attempts, "max_attempts", 1, MAX_COUNT)
+        check_int(grace_ms, "grace_ms", 0, MAX_MS)
         self.queue = queue
         self.handler = handler
         self.handler_many = handler_many
-        self.batch = 1 if handler_many is None else batch or DEFAULT_BATCH
+        self.batch = batch
         self.concurrency = concurrency
         self.adaptive = prefetch is None
         self.prefetch = 0 if prefetch is None else prefetch
@@ -301,8 +307,8 @@ class Consumer:
         jobs wait unstarted: another consumer could run those now."""
         if self._runq.empty() or len(self._started) < self.concurrency:
             return False
-        now = time.monotonic()
-        return all(now - t > WAIT_BUDGET_S for t in self._started.values())
+        now = time.monotonic()  # a batch of handler_many may take batch times the budget
+        return all(now - t > WAIT_BUDGET_S * self.batch for t in self._started.values())
 
     def _shed(self) -> None:
         """Hand back the prefetched jobs that wait behind slow handlers."""

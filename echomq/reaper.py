@@ -22,6 +22,11 @@ log = logging.getLogger("echomq.reaper")
 class Reaper:
     def __init__(self, queues, *, interval_ms: int = 500, max_stalls: int = 2, limit: int = 1000,
                  tasks=()):
+        from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
+
+        check_int(interval_ms, "interval_ms", 1, MAX_MS)  # refused now, not on every pass later
+        check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
+        check_int(limit, "limit", 1, MAX_BATCH)
         self.queues = list(queues)
         self.interval_ms = interval_ms
         self.max_stalls = max_stalls

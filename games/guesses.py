@@ -46,6 +46,7 @@ from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
 from . import metrics as game_metrics
+from .rows import insert_row
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
 from .models import Guess, LedgerEntry, Lock, Player, Round
@@ -152,7 +153,7 @@ def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: 
             wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id)
         except wallet.InsufficientFunds as short:
             raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
-    guess.save(force_insert=True)
+    insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
     return guess
 
 

@@ -35,11 +35,15 @@ class CachedModelBackend(ModelBackend):
     from the cache."""
 
     def get_user(self, user_id):
-        user = cache.get(_user_key(user_id))
+        # One round trip for both: the player comes along for ensure_player.
+        found = cache.get_many([_user_key(user_id), _player_key(user_id)])
+        user = found.get(_user_key(user_id))
         if user is None:
             user = super().get_user(user_id)
             if user is not None:
                 cache.set(_user_key(user_id), user, CACHE_SECONDS)
+        if user is not None and _player_key(user_id) in found:
+            user._cached_player = found[_player_key(user_id)]
         return user if self.user_can_authenticate(user) else None
 
 
@@ -58,7 +62,7 @@ post_delete.connect(_forget_player, sender=Player, dispatch_uid="games.players.f
 
 def ensure_player(user) -> Player:
     """The user's player, created (with its wallet) on first use."""
-    player = cache.get(_player_key(user.pk))
+    player = getattr(user, "_cached_player", None) or cache.get(_player_key(user.pk))
     if player is None:
         with transaction.atomic():
             player, _ = Player.objects.get_or_create(user=user)

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from .rows import insert_row
 from .models import Currency, LedgerEntry, Player, Wallet
 
 DIAMONDS_PER_KEY = 10
@@ -83,7 +84,7 @@ def charge(player, currency: str, amount: int, reason: str, reference: str) -> L
         raise InsufficientFunds(currency, amount, balances(pid)[currency])
     entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=row[0], reason=reason,
                         reference=reference, created_at=now)
-    entry.save(force_insert=True)
+    insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
     return entry
 
 

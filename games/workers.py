@@ -4,10 +4,10 @@ notifications (``cm.notify``).
 Delivery is at-least-once, so every handler is idempotent on its job:
 
 * ``score_guesses`` (the score worker's ``handler_many``) takes a batch of
-  jobs and, in one transaction, locks their guess rows, reads their rounds,
-  and writes every queued -> scored transition with its round-entry attempt
-  in one UPDATE and one upsert (``scoring.score_many``): six statements for
-  the whole batch. Only a guess found queued under its row lock is scored
+  jobs and, in one transaction, locks their guess rows (reading their
+  rounds in the same SELECT) and writes every queued -> scored transition
+  with its round-entry attempt in one UPDATE and one upsert
+  (``scoring.score_many``): five statements for the whole batch. Only a guess found queued under its row lock is scored
   and counted, so a redelivered job changes nothing in the database; it
   re-applies just the idempotent effects (leaderboard ``ZADD GT``, the
   settle request after a perfect classic guess), which a crash may have cut
@@ -40,6 +40,7 @@ log = logging.getLogger("games.workers")
 
 STATS_KEY = "cm:stats"
 ROUND_FIELDS = ("id", "secret", "kind", "status")
+GUESS_FIELDS = ("id", "job_id", "player_id", "round_id", "emojis_final", "status", "total", "breakdown", "scored_at")
 
 
 def _stat(field: str, n: int = 1) -> None:
@@ -111,13 +112,16 @@ def score_guesses(jobs: list[Job]) -> list[BaseException | None]:
 def _score_batch(named: dict[str, list[Job]], results: dict) -> tuple[list, list]:
     """Inside the transaction: lock, check, score. Answers (fresh, again):
     the (guess, round) pairs scored now and those scored before."""
-    guesses = {g.pk: g for g in Guess.objects.select_for_update().filter(pk__in=list(named)).order_by("pk")}
-    rounds = Round.objects.only(*ROUND_FIELDS).in_bulk({g.round_id for g in guesses.values()})
+    # One statement: the guesses, row-locked in id order (one lock order for
+    # every worker), with what scoring needs of their rounds (not locked).
+    locked = (Guess.objects.select_for_update(of=("self",)).select_related("round")
+              .only(*GUESS_FIELDS, *(f"round__{f}" for f in ROUND_FIELDS)).filter(pk__in=list(named)).order_by("pk"))
+    guesses = {g.pk: g for g in locked}
     fresh, again = [], []
     for guess_id, named_by in named.items():
         guess = guesses.get(guess_id)
         for job in named_by:
-            rnd = rounds.get(guess.round_id) if guess is not None else None
+            rnd = guess.round if guess is not None else None
             if guess is None:
                 results[job.id] = Drop("guess no longer exists")
             elif guess.job_id != job.id:

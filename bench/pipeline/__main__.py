@@ -14,8 +14,9 @@ own settings. Then, side by side in this one run:
   INSERT, of the round page GET, and of the guess form POST (score worker
   paused with SIGSTOP, so the POST is measured alone): requests/s, CPU per
   request of the web workers and PostgreSQL, SQL statements per request;
-* the score worker draining the guesses those POSTs queued: guesses/s
-  (first to last ``scored_at``), CPU per guess, statements per guess;
+* the score worker draining the guesses those POSTs queued plus 3,000 more
+  queued by ``submit`` in this process: guesses/s (first to last
+  ``scored_at``), CPU per guess, statements per guess;
 * open loop at rising rates, POST -> scored: each guess's latency counts
   from its intended send time, to the HTTP answer and to its ``scored_at``.
   The highest rate with no error, >= 95% of it answered and p99
@@ -160,7 +161,12 @@ class Postgres:
         return {name: int(n) for name, n in rows}
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)  # fast shutdown
+        """Fast shutdown, signalled to the postmaster itself (``runuser``
+        does not pass signals on)."""
+        try:
+            os.kill(self.pid, signal.SIGINT)
+        except (OSError, ValueError):
+            self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -239,6 +245,21 @@ class Pipeline:
             self.cookies.append(f"sessionid={s.session_key}; csrftoken={CSRF}")
             self.used.append(set())
         self.rng = random.Random(9)
+
+    def fill(self, n: int) -> None:
+        """Queue ``n`` guesses the way the POST does (``submit``, enqueued on commit)."""
+        from games.guesses import submit
+        from games.models import Player
+
+        players = list(Player.objects.order_by("user__username"))
+        for i in range(n):
+            who = i % PLAYERS
+            while True:
+                emojis = tuple(self.rng.sample(self.round.keyboard, 6))
+                if list(emojis) != self.round.secret and emojis not in self.used[who]:
+                    break
+            self.used[who].add(emojis)
+            submit(players[who], self.round.pk, list(emojis), idempotency_key=uuid.uuid4().hex)
 
     def _wait_web(self) -> None:
         for _ in range(600):
@@ -347,6 +368,9 @@ def run(args) -> dict:
         log("saturation: guess POST (score worker paused)")
         pl.worker.send_signal(signal.SIGSTOP)
         out["post"] = saturate(pl, pl.guess, sat_s)
+        fill = 600 if args.quick else 3000
+        log(f"score worker: queueing {fill} more guesses through games.guesses.submit")
+        pl.fill(fill)
         backlog = pl.queued()
         log(f"score worker: draining {backlog} queued guesses")
         from django.db import connection
@@ -457,7 +481,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter steps")
     ap.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")],
-                    default=[25, 50, 100, 200, 300, 400, 600, 800])
+                    default=[10, 25, 50, 100, 200, 300, 400, 600, 800])
     ap.add_argument("--step-s", type=float, default=None, help="seconds per open-loop step (default 6; quick 3)")
     ap.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
     args = ap.parse_args()

@@ -222,3 +222,31 @@ def test_every_call_maps_an_outage_to_unavailable():
     for name, call in calls.items():
         with pytest.raises(Unavailable):
             call()
+
+
+def test_a_consumer_stops_a_cancelled_handler_and_counts_it_once(q):
+    """In process: the heartbeat (lease 300 ms: a beat each 100 ms) tells the
+    handler, which stops at job.check(); the other jobs complete as usual."""
+    started, outcomes = threading.Event(), []
+
+    def handler(job):
+        if job.payload == b"long":
+            started.set()
+            try:
+                while not job.wait_cancelled(0.01):
+                    pass
+                job.check()
+            except Cancelled:
+                outcomes.append("stopped")
+                raise
+            outcomes.append("finished")  # never: check() raised
+
+    long_id, _ = q.enqueue(b"long")
+    with Running(Consumer(q, handler, concurrency=2, lease_ms=300)) as c:
+        assert started.wait(10)
+        assert q.cancel(long_id) == "cancelling"
+        q.enqueue_many([b"short"] * 5)
+        wait_for(lambda: c.stats["cancelled"] == 1 and c.stats["completed"] == 5, what="the cancel and 5 jobs")
+    assert outcomes == ["stopped"] and c.stats["cancelled"] == 1 and c.stats["retried"] == 0
+    counts = q.counts()
+    assert (counts["active"], counts["completed"], counts["cancelled"]) == (0, 5, 1)

@@ -139,46 +139,128 @@ def test_a_key_replayed_after_its_guess_answers_the_first_even_when_refused_now(
     assert charges(p) == 1 and wallet.balances(p)["keys"] == 0
 
 
+def _in_thread_until_it_waits_on_a_lock(work):
+    """Start ``work`` on a thread with its own connection; return once its
+    backend waits on a row lock (PostgreSQL's own view, not a clock)."""
+    out, pid = {}, []
+
+    def run():
+        try:
+            with connection.cursor() as c:
+                c.execute("SELECT pg_backend_pid()")
+                pid.append(c.fetchone()[0])
+            out["value"] = work()
+        except Exception as exc:
+            out["value"] = exc
+        finally:
+            connection.close()
+
+    t = threading.Thread(target=run)
+    t.start()
+    with connection.cursor() as c:
+        for _ in range(10_000):
+            c.execute("SELECT pg_stat_clear_snapshot()")  # else a transaction sees one cached snapshot
+            c.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid[0] if pid else 0])
+            row = c.fetchone()
+            if row and row[0] == "Lock":
+                return t, out
+            t.join(0.01)
+    raise AssertionError(f"the thread never waited on a lock: {out}")
+
+
+def _needs_postgres():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL's row locks (SQLite runs one writer at a time); "
+                    "run with DATABASE_URL=postgres://...")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submit_racing_settlement_waits_and_then_is_refused(make_player, make_round):
+    """Settlement holds the round FOR UPDATE: a submit's share lock waits, then
+    sees the round closed and changes nothing -- the guess cannot slip in
+    after settlement read the round's guesses."""
+    _needs_postgres()
+    from games.models import Round
+
+    p = make_player(keys=5)
+    rnd = make_round(secret=S)
+    with transaction.atomic():
+        Round.objects.select_for_update().get(pk=rnd.pk)  # what settle_round does first
+        t, out = _in_thread_until_it_waits_on_a_lock(lambda: submit(p, rnd.pk, OTHER))
+        Round.objects.filter(pk=rnd.pk).update(status="settled")
+    t.join(30)
+    assert isinstance(out["value"], errors.RoundClosed), out
+    assert not Guess.objects.exists() and charges(p) == 0 and wallet.balances(p)["keys"] == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submits_to_one_round_do_not_wait_for_each_other(make_player, make_round):
+    """Two players' submits share the round row: one open submit transaction
+    does not hold up another player's."""
+    _needs_postgres()
+    a, b = make_player(keys=5), make_player(keys=5)
+    rnd = make_round(secret=S)
+    done = threading.Event()
+
+    def other():
+        try:
+            submit(b, rnd.pk, OTHER)
+            done.set()
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        submit(a, rnd.pk, OTHER)  # a's transaction stays open, holding its share lock
+        t = threading.Thread(target=other)
+        t.start()
+        assert done.wait(30), "b's submit waited on a's"
+    t.join(30)
+    assert Guess.objects.count() == 2
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_submit_waiting_on_the_wallet_lock_answers_the_first_guess(make_player, make_round):
     """Deterministic race for one key: A has charged and inserted but not
     committed; B (same key) must wait, then answer A's guess and charge
     nothing. Fails if the check that replaced the re-read under the wallet
     lock (the unique key and the IntegrityError answer) is removed."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs row locks to hold B at the wallet (SQLite serialises at BEGIN instead); "
-                    "run with DATABASE_URL=postgres://...")
+    _needs_postgres()
     p = make_player(keys=5)
     rnd = make_round(secret=S)
-    out, b_pid = {}, []
-
-    def b():
-        try:
-            with connection.cursor() as c:
-                c.execute("SELECT pg_backend_pid()")
-                b_pid.append(c.fetchone()[0])
-            out["b"] = submit(p, rnd.pk, S[::-1], idempotency_key="same").pk
-        except Exception as exc:  # pragma: no cover - reported by the assert below
-            out["b"] = exc
-        finally:
-            connection.close()
-
     with transaction.atomic():
-        out["a"] = submit(p, rnd.pk, OTHER, idempotency_key="same").pk
-        t = threading.Thread(target=b)
-        t.start()
-        with connection.cursor() as c:  # wait (on an event, not a clock) until B blocks on a lock
-            for _ in range(10_000):
-                c.execute("SELECT pg_stat_clear_snapshot()")  # else a transaction sees one cached snapshot
-                c.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [b_pid[0]] if b_pid else [0])
-                row = c.fetchone()
-                if row and row[0] == "Lock":
-                    break
-                t.join(0.01)
-            else:
-                raise AssertionError("B never waited on a lock")
+        first = submit(p, rnd.pk, OTHER, idempotency_key="same").pk
+        t, out = _in_thread_until_it_waits_on_a_lock(lambda: submit(p, rnd.pk, S[::-1], idempotency_key="same").pk)
     t.join(30)
-    assert out["b"] == out["a"], out
+    assert out["value"] == first, out
     assert Guess.objects.filter(player=p).count() == 1 and charges(p) == 1
     assert wallet.balances(p)["keys"] == 4 == wallet.ledger_sums(p)["keys"]
 
+
+
+def test_the_rows_submit_writes_read_back_as_saved(make_player, make_round):
+    """``insert_row`` writes what ``save(force_insert=True)`` would: every
+    field of the guess and its ledger row reads back equal."""
+    p = make_player(keys=5)
+    rnd = make_round(secret=S)  # the whole animals set: a ZWJ sequence is one emoji
+    g = submit(p, rnd, ["🐕\u200d🦺"] + S[1:], idempotency_key="k")
+    stored = Guess.objects.get(pk=g.pk)
+    assert {f.name: getattr(stored, f.attname) for f in Guess._meta.concrete_fields} == {
+        f.name: getattr(g, f.attname) for f in Guess._meta.concrete_fields}
+    charge = LedgerEntry.objects.get(reason="guess", reference=g.pk)
+    assert (charge.delta, charge.balance_after, charge.currency) == (-1, 4, "keys")
+    assert charge.created_at is not None and stored.created_at is not None
+
+
+def test_with_no_valkey_at_all_signing_in_and_guessing_work_from_the_database(client, make_player, make_round,
+                                                                              settings):
+    """Before the embedded Valkey is started (nothing configured, none
+    running) the cache is a miss, never an error: a new session is created,
+    the guess is taken (it stays queued for the relay)."""
+    emq_django.reset_client(None)
+    settings.ECHOMQ = {**settings.ECHOMQ, "URL": "", "EMBEDDED_DIR": "/nonexistent/valkey"}
+    p = make_player("novalkey", keys=3)
+    client.force_login(p.user)
+    rnd = make_round(secret=S)
+    emq_django.reset_client("redis://127.0.0.1:1/0")  # the queue, too, is unreachable
+    assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER, "e" * 32)).status_code == 302
+    assert charges(p) == 1

@@ -116,12 +116,12 @@ def _fifty_guesses(make_player, make_round):
     return [submit(players[i % 5], rounds[i % 2], list(next(perms))) for i in range(50)]
 
 
-def test_a_batch_of_fifty_is_scored_in_six_statements(make_player, make_round, valkey,
-                                                      django_assert_num_queries):
+def test_a_batch_of_fifty_is_scored_in_five_statements(make_player, make_round, valkey,
+                                                       django_assert_num_queries):
     guesses = _fifty_guesses(make_player, make_round)
-    # BEGIN (SAVEPOINT here), lock the guesses, read their rounds, one UPDATE,
-    # one entry upsert, COMMIT (RELEASE): 0.12 statements per guess, goal <= 3.
-    with django_assert_num_queries(6):
+    # BEGIN (SAVEPOINT here), lock the guesses with their rounds, one UPDATE,
+    # one entry upsert, COMMIT (RELEASE): 0.1 statements per guess, goal <= 3.
+    with django_assert_num_queries(5):
         results = score_guesses([job_for(g) for g in guesses])
     assert results == [None] * 50
     assert Guess.objects.filter(status="scored").count() == 50

@@ -1,7 +1,7 @@
 """Score guesses from queue ``cm`` (the only place a guess is scored).
 
 Each handler thread scores the guesses waiting for it in batches of up to
-``--batch`` (``games.workers.score_guesses``: one transaction of six
+``--batch`` (``games.workers.score_guesses``: one transaction of five
 statements per batch, one Valkey pipeline after it), so a busy worker pays
 per batch what an idle one pays per guess."""
 from django.core.management.base import BaseCommand
