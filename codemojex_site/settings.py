@@ -174,13 +174,6 @@ AUTHENTICATION_BACKENDS = [
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# django-axes first: it refuses a locked-out account or address before any
-# password is checked, and counts each failure.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -288,6 +281,11 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "games.ratelimit.client_ip"
 AXES_LOCKOUT_CALLABLE = "games.ratelimit.lockout"
 AXES_DISABLE_ACCESS_LOG = True  # count failures; do not log every successful log-in
+# django-axes goes first among whatever backends are set above: it refuses a
+# locked-out account or address before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend"] + [
+    backend for backend in globals().get("AUTHENTICATION_BACKENDS", ["django.contrib.auth.backends.ModelBackend"])
+    if backend != "axes.backends.AxesStandaloneBackend"]
 
 LOGGING = {
     "version": 1,

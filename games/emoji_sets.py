@@ -100,9 +100,9 @@ def check(emojis: object) -> None:
 
 
 def validate_emoji_set(emojis: object, field: str | None = None) -> None:
-    """The model-field validator: every form that saves an ``EmojiSet`` (the
-    admin's included) runs it through ``full_clean``; ``Round.clean`` runs it
-    too, naming its ``emoji_set`` field."""
+    """The Django-facing check: ``EmojiSet.clean`` and ``Round.clean`` run
+    it, so every form that saves a set or adds a round (the admin's included)
+    shows the problems on ``field``."""
     from django.core.exceptions import ValidationError
 
     found = problems(emojis)

@@ -42,9 +42,14 @@ BAD_IDS = ["RND00000000000", "nope", "RND", "RND0000000000000000", "x" * 300, "ð
            "RND%27%3Cscript%3E", "%2e%2e", "RND0000000000%20", "GES00000000000", "PLR00000000000", "%FF%FE"]
 
 
+# Valkey keys that hold state (queues, leaderboards, admin one-time tokens);
+# caches (sessions, names, rate-limit counters) may change on any request.
+STATE_KEYS = (b"emq:", b"cm:lb:", b"cm:admin-grant:")
+
+
 def snapshot(valkey) -> dict:
     rows = {m._meta.label: list(m.objects.order_by("pk").values()) for m in MODELS}
-    rows["valkey"] = sorted(k for k in valkey.keys("*") if not k.startswith(b"cm:rl:"))
+    rows["valkey"] = sorted(k for k in valkey.keys("*") if k.startswith(STATE_KEYS))
     return rows
 
 

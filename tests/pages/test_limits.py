@@ -107,18 +107,20 @@ def frozen_clock(monkeypatch):
 def test_guesses_per_player_per_second(play, player, make_player, make_round, client, frozen_clock, settings):
     assert settings.RATE_LIMITS["guess"] == "3/s"
     rnd = make_round()
-    url, guess = f"/rounds/{rnd.pk}/guess/", {f"slot{i}": e for i, e in enumerate(rnd.keyboard[:6])}
-    assert [play.post(url, guess).status_code for _ in range(3)] == [302] * 3
-    resp = play.post(url, guess, HTTP_REFERER=f"http://testserver/rounds/{rnd.pk}/")
+    url = f"/rounds/{rnd.pk}/guess/"
+    # A different guess each time: repeating one's own guess is refused on its own.
+    guesses = [{f"slot{i}": e for i, e in enumerate(rnd.keyboard[n:n + 6])} for n in range(6)]
+    assert [play.post(url, guesses[n]).status_code for n in range(3)] == [302] * 3
+    resp = play.post(url, guesses[3], HTTP_REFERER=f"http://testserver/rounds/{rnd.pk}/")
     assert_429(resp, "Too many guesses in a second")
     assert f'href="http://testserver/rounds/{rnd.pk}/"' in resp.content.decode()  # the way back
     assert Guess.objects.filter(player=player).count() == 3
     assert LedgerEntry.objects.filter(player=player, reason="guess").count() == 3  # the refused one is free
     other = make_player("bo", keys=5)  # the limit is per player
     client.force_login(other.user)
-    assert client.post(url, guess).status_code == 302
+    assert client.post(url, guesses[3]).status_code == 302
     frozen_clock["t"] += 1  # the next second
-    assert play.post(url, guess).status_code == 302
+    assert play.post(url, guesses[4]).status_code == 302
 
 
 def test_a_limit_lets_requests_through_when_valkey_is_down(client, monkeypatch, settings):

@@ -56,7 +56,7 @@ def test_emoji_set_problems(emojis, words):
     with pytest.raises(emoji_sets.EmojiSetError, match=words):
         emoji_sets.check(emojis)
     with pytest.raises(ValidationError):
-        EmojiSet(slug="bad", title="Bad", emojis=emojis).clean_fields()  # what every ModelForm runs
+        EmojiSet(slug="bad", title="Bad", emojis=emojis).clean()  # what every ModelForm runs
 
 
 def test_single_graphemes_of_many_code_points_are_emojis():
