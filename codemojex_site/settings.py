@@ -165,9 +165,12 @@ CACHES = {
     },
 }
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
-# The cached user backend first (new logins name it in their session); the
-# plain one stays listed so sessions made before it keep working.
 AUTHENTICATION_BACKENDS = [
+    # django-axes first: it refuses a locked-out account or address before any
+    # password is checked, and counts each failure (settings below).
+    "axes.backends.AxesStandaloneBackend",
+    # The cached user next (log-ins name it in their session); the plain one
+    # stays listed so sessions made before it keep working.
     "games.players.CachedModelBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -281,11 +284,6 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "games.ratelimit.client_ip"
 AXES_LOCKOUT_CALLABLE = "games.ratelimit.lockout"
 AXES_DISABLE_ACCESS_LOG = True  # count failures; do not log every successful log-in
-# django-axes goes first among whatever backends are set above: it refuses a
-# locked-out account or address before any password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend"] + [
-    backend for backend in globals().get("AUTHENTICATION_BACKENDS", ["django.contrib.auth.backends.ModelBackend"])
-    if backend != "axes.backends.AxesStandaloneBackend"]
 
 LOGGING = {
     "version": 1,

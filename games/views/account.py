@@ -47,7 +47,7 @@ def signup(request):
             ratelimit.undo(h)
     if form.is_bound and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend="games.players.CachedModelBackend")
         messages.success(request, "Welcome! Your starting keys and clips are in your wallet.")
         return redirect("lobby")
     status = 400 if form.is_bound else 200
