@@ -7,7 +7,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('games', '0002_admin_permissions'),
-        ('games', '0002_emoji_set_validated'),
         ('games', '0002_guess_key_per_round_and_fingerprint'),
     ]
 
