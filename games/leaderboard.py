@@ -72,8 +72,11 @@ def record_many(scored, client=None, *, counters: dict[str, int] | None = None, 
     """Apply many scored guesses ``(round_id, player_id, guess_id, total)``
     in one pipeline: one ``ZADD GT`` per round with each player's best of
     the batch, and the ``counters`` as ``HINCRBY``s on ``stats_key`` in the
-    same round trip."""
+    same round trip, with the rounds' recent activity (``games.live``)."""
+    from . import live
+
     client = client or get_client()
+    scored = list(scored)
     best: dict[str, dict[str, int]] = {}
     for round_id, player_id, guess_id, total in scored:
         score = composite(total, offset_ms(guess_id, round_id))
@@ -83,6 +86,7 @@ def record_many(scored, client=None, *, counters: dict[str, int] | None = None, 
     pipe = client.pipeline(transaction=False)
     for round_id, members in best.items():
         pipe.zadd(key(round_id), members, gt=True)
+    live.record_activity_many(pipe, [(r, p, g) for r, p, g, _ in scored])
     for field, n in (counters or {}).items():
         if n:
             pipe.hincrby(stats_key, field, n)

@@ -96,6 +96,26 @@ def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = Non
         pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
 
 
+def record_activity_many(pipe, scored, now_ms: int | None = None) -> None:
+    """As :func:`record_activity` for a batch of ``(round_id, player_id,
+    guess_id)``: one ZADD, trim and expiry per round, one version bump per
+    (round, player)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    per_round: dict[str, dict[str, int]] = {}
+    players: set[tuple[str, str]] = set()
+    for round_id, player_id, guess_id in scored:
+        per_round.setdefault(round_id, {})[guess_id] = now_ms
+        players.add((round_id, player_id))
+    for round_id, members in per_round.items():
+        key = activity_key(round_id)
+        pipe.zadd(key, members, nx=True)
+        pipe.zremrangebyscore(key, 0, now_ms - ACTIVITY_WINDOW_MS)
+        pipe.pexpire(key, ACTIVITY_WINDOW_MS * 2)
+    for round_id, player_id in sorted(players):
+        pipe.incr(version_key(round_id, player_id))
+        pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
+
+
 def _names(client, player_ids: list[str]) -> dict[str, str]:
     if not player_ids:
         return {}

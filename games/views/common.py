@@ -102,7 +102,8 @@ def _light_player(request) -> Player:
 def player_required(view=None, *, json: bool = False):
     """Log-in required; the view gets ``request.player`` (made on first use,
     so a staff account can play too). A JSON endpoint answers 401 JSON
-    instead of redirecting a poller to the login page."""
+    instead of redirecting a poller to the login page. A page's player
+    comes with its wallet and unread count for the header, in one query."""
     def wrap(func):
         @functools.wraps(func)
         def inner(request, *args, **kwargs):
@@ -112,6 +113,10 @@ def player_required(view=None, *, json: bool = False):
                 return redirect_to_login(request.get_full_path())
             if json:
                 request.player = _light_player(request)
+            elif request.method == "POST":
+                # A post redirects on success: the cached bare player (no
+                # query); a refused one's header reads what it needs.
+                request.player = ensure_player(request.user)
             else:
                 request.player = load_player(request.user)
                 _remember_player(request, request.player)

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.django_db
 
 S = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
-HALF = [MISS, S[1], MISS, S[3], MISS, MISS]  # 200
+MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # distinct, none in S: a guess repeats no emoji
+HALF = [MISSES[0], S[1], MISSES[1], S[3], MISSES[2], MISSES[3]]  # 200
 
 
 def prizes(round_id):
@@ -62,12 +63,12 @@ def test_the_explained_examples_are_what_settlement_pays(make_player, make_round
     the paying functions; check them against real settled rounds."""
     classic = make_round(secret=S, prize_pool=pool)
     players = [make_player(keys=5) for _ in range(5)]
-    play(classic, [(players[0], HALF), (players[1], HALF), (players[2], [MISS] * 5 + [S[5]])])
+    play(classic, [(players[0], HALF), (players[1], HALF), (players[2], MISSES[:5] + [S[5]])])
     settlement.settle_round(classic.pk, force=True)
     table = dict(payouts.explain("classic", pool)["table"])
     assert set(prizes(classic.pk).values()) <= {table["2 tied at the top, each"]}
     blind = make_round(kind="blind", secret=S, prize_pool=pool)
-    play(blind, [(p, S[: 5 - i] + [MISS] * (1 + i)) for i, p in enumerate(players)])
+    play(blind, [(p, S[: 5 - i] + MISSES[:1 + i]) for i, p in enumerate(players)])
     settlement.settle_round(blind.pk, force=True)
     paid = prizes(blind.pk)
     expected = dict(payouts.explain("blind", pool, list(blind.weights))["table"])

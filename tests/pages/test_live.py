@@ -21,6 +21,7 @@ pytestmark = pytest.mark.django_db
 SECRET = ["🦊", "🐶", "🐰", "🐱", "🐹", "🐭"]
 GUESS = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
+MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # distinct, none in SECRET: a guess repeats no emoji
 ROUND_PAGE_SQL = 6  # session, user, player+wallet+unread, round, locks, my guesses
 POLL_SQL = 4  # session, user, round, my guesses (the player id is in the session)
 
@@ -53,7 +54,7 @@ def test_round_page_sql_is_pinned(client, make_player, make_round, kind, django_
     rnd = make_round(secret=SECRET, kind=kind)
     others = [make_player(f"p{i}") for i in range(6)]
     for i, p in enumerate(others):
-        guess_as(client, p, rnd, SECRET[:i] + [MISS] * (6 - i), django_capture_on_commit_callbacks)
+        guess_as(client, p, rnd, SECRET[:i] + MISSES[:6 - i], django_capture_on_commit_callbacks)
         client.get(f"/rounds/{rnd.pk}/")  # each player's name reaches cm:names
     drain("cm", score_guess)
     me = others[2]
@@ -79,7 +80,7 @@ def test_neighbours_around_me_and_the_poll_carries_them(client, make_player, mak
     rnd = make_round(secret=SECRET)
     players = [make_player(f"n{i}") for i in range(10)]
     for i, p in enumerate(players):  # n0 scores 0 ... n5 and on: distinct totals, n9 best
-        guess = SECRET[: min(i, 6)] + [MISS] * (6 - min(i, 6))
+        guess = SECRET[: min(i, 6)] + MISSES[:6 - min(i, 6)]
         guess_as(client, p, rnd, guess, django_capture_on_commit_callbacks)
     drain("cm", score_guess)
     me = players[1]  # 100 points: ranked near the bottom
@@ -142,7 +143,7 @@ def test_live_view_degrades_when_valkey_is_down(play, make_round, monkeypatch):
 def test_after_the_round_marks_are_revealed_and_the_share_card_has_no_secret(
         play, player, make_round, django_capture_on_commit_callbacks):
     rnd = make_round(secret=SECRET, prize_pool=30)
-    for g in (GUESS, SECRET[:3] + [MISS, MISS, MISS]):
+    for g in (GUESS, SECRET[:3] + MISSES[:3]):
         with django_capture_on_commit_callbacks(execute=True):
             play.post(f"/rounds/{rnd.pk}/guess/", slots(g))
     drain("cm", score_guess)
@@ -154,7 +155,7 @@ def test_after_the_round_marks_are_revealed_and_the_share_card_has_no_secret(
     page = play.get(f"/rounds/{rnd.pk}/").content.decode()
     card = re.search(r'data-share-text>(.*?)</pre>', page, re.S).group(1)
     first = engine.score(SECRET, GUESS).breakdown()
-    second = engine.score(SECRET, SECRET[:3] + [MISS] * 3).breakdown()
+    second = engine.score(SECRET, SECRET[:3] + MISSES[:3]).breakdown()
     assert card.splitlines()[1:] == ["2 guesses · best 320/600", share.grid_row(first), share.grid_row(second)]
     assert share.grid_row(second) == "🟩🟩🟩⬜⬜⬜"
     assert not any(e in card for e in rnd.keyboard)  # spoiler-free: no emoji of the round at all
