@@ -162,3 +162,17 @@ def test_classic_leaderboard_gives_tied_players_one_place(client, make_player, m
     assert "equal totals share a place" in html and html.count("💎 10") == 2
     page = text(client.get(f"/rounds/{rnd.pk}/").content.decode())
     assert "You tied for #1 (2 players share the pool) with 200/600 and won 💎 10." in page
+
+
+def test_lobby_and_landing_show_how_many_are_playing(client, make_player, make_round,
+                                                     django_capture_on_commit_callbacks):
+    rnd = make_round(secret=SECRET, title="Busy one")
+    for name in ("p1", "p2", "p3"):
+        p = make_player(name)
+        client.force_login(p.user)
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(f"/rounds/{rnd.pk}/guess/", {f"slot{i}": e for i, e in enumerate(SECRET[:5] + ["🐼"])})
+    drain("cm", score_guess)
+    assert "<span data-playing>3 playing</span>" in client.get("/").content.decode()
+    client.logout()
+    assert "<span data-playing>3 playing</span>" in client.get("/").content.decode()
