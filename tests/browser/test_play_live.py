@@ -12,7 +12,7 @@ from games.guesses import submit
 from games.models import Guess
 from tests.games.procs import wait_for
 
-from .test_flows import GUESS, PW, SECRET, log_in, tap, usable_password
+from .test_flows import GUESS, SECRET, log_in, tap, usable_password
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 # Others' scores reach an open page within the poll's ETag bucket (10 s) plus

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from games import payouts, settlement, wallet
-from games.models import Guess, Round
+from games.models import Guess
 from games.views import common
 from games.views.pages import SAMPLE_GUESSES, SAMPLE_SECRET, streak
 from games.workers import score_guess
@@ -78,7 +78,7 @@ def test_profile_counts_rounds_wins_best_and_streak(play, player, make_round, ma
     assert resp.redirect_chain[-1][0] == "/players/ann/"
     assert "2 rounds played" in words and "1 win 💎 25 won in all" in words and "2 days streak" in words
     assert "Won it · classic · 600 /600" in words and "Still sealed" not in words
-    other = make_player("zed")
+    make_player("zed")
     assert "0 rounds played" in text(play.get("/players/zed/").content.decode())
     assert play.get("/players/nobody/").status_code == 404
 
