@@ -7,8 +7,8 @@
 What runs: a private valkey-server, a fresh database (SQLite in a temp dir,
 or a fresh PostgreSQL database with --postgres), gunicorn serving the site
 with DEBUG off (2 workers x 4 threads, as the browser tests run it) and one
-score worker process. The clients are threads in this process, one
-keep-alive connection each, and follow the page's schedule
+score worker process. The clients are threads spread over 4 forked
+processes, one keep-alive connection each, and follow the page's schedule
 (games/static/games/play.js): open the round page once, then poll
 ``my-guesses.json`` every 3 s, every 0.5 s while one of their guesses is
 queued. Each player also submits a guess (a real POST with its CSRF token,
@@ -37,7 +37,6 @@ import random
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -169,7 +168,7 @@ class Player(threading.Thread):
         extra = {"If-None-Match": self.etag} if self.etag else {}
         status, data, headers = self.request("GET", f"/rounds/{self.bench.round_id}/my-guesses.json", extra=extra)
         now = time.time()
-        if self.bench.measuring:
+        if self.bench.measuring.is_set():
             self.poll_ms.append((time.monotonic() - t0) * 1000)
         self.bench.count("polls")
         if status == 304:
@@ -209,21 +208,46 @@ class Player(threading.Thread):
             print(f"player {self.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
+class Ctx:
+    """What the players share, across client processes: the target, the
+    stop and measuring flags, and counters."""
+
+    NAMES = ("polls", "guesses", "not_modified")
+
+    def __init__(self, mp, port: int, round_id: str, guess_every: float):
+        self.port, self.url, self.round_id, self.guess_every = port, f"http://127.0.0.1:{port}", round_id, guess_every
+        self.stop, self.measuring = mp.Event(), mp.Event()
+        self.values = {n: mp.Value("q", 0) for n in self.NAMES}
+
+    def count(self, what: str) -> None:
+        v = self.values[what]
+        with v.get_lock():
+            v.value += 1
+
+    def counts(self) -> dict[str, int]:
+        return {n: v.value for n, v in self.values.items()}
+
+
+def client_process(ctx: Ctx, sessions, keyboard, secret, out) -> None:
+    """One client process: a thread per player, results back through ``out``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    players = [Player(ctx, name, key, keyboard, secret) for name, key in sessions]
+    for p in players:
+        p.start()
+    ctx.stop.wait()
+    for p in players:
+        p.join(35)
+    out.put([(p.seen, p.poll_ms, p.errors) for p in players])
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
         self.guess_every = args.guess_every
-        self.stop = threading.Event()
-        self.measuring = False
-        self.counts: dict[str, int] = {}
-        self.lock = threading.Lock()
+        self.ctx: Ctx | None = None
         self.tmp = Path(tempfile.mkdtemp(prefix="cm-live-bench-"))
         self.procs: list[subprocess.Popen] = []
         self.pg_name = None
-
-    def count(self, what: str) -> None:
-        with self.lock:
-            self.counts[what] = self.counts.get(what, 0) + 1
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -317,33 +341,51 @@ class Bench:
             self.sessions.append((user.username, s.session_key))
 
     def run(self) -> dict:
-        players = [Player(self, name, key, self.keyboard, self.secret) for name, key in self.sessions]
-        step(f"{len(players)} players open the round page and start polling; warm-up {self.args.warmup:.0f} s")
-        for p in players:
-            p.start()
-        self.stop.wait(self.args.warmup)
+        import multiprocessing
+
+        from django.db import connections
+
+        connections.close_all()  # the client processes are forked and never touch the database
+        mp = multiprocessing.get_context("fork")
+        self.ctx = ctx = Ctx(mp, self.port, self.round_id, self.guess_every)
+        out = mp.Queue()
+        k = max(1, min(self.args.client_procs, len(self.sessions)))
+        slices = [self.sessions[i::k] for i in range(k)]
+        step(f"{len(self.sessions)} players in {k} client processes open the round page and start polling; "
+             f"warm-up {self.args.warmup:.0f} s")
+        clients = [mp.Process(target=client_process, args=(ctx, sl, self.keyboard, self.secret, out), daemon=True)
+                   for sl in slices]
+        for c in clients:
+            c.start()
+        ctx.stop.wait(self.args.warmup)
         web0, score0, valkey0 = tree_cpu(self.web.pid), cpu_seconds(self.score.pid), self.valkey_cpu()
-        counts0 = dict(self.counts)
+        client0 = sum(cpu_seconds(c.pid) for c in clients)
+        counts0 = ctx.counts()
         t0, t0_wall = time.monotonic(), time.time()
         self.load = [os.getloadavg()[0]]
-        self.measuring = True
+        ctx.measuring.set()
         step(f"measuring for {self.args.seconds:.0f} s")
         for left in range(int(self.args.seconds), 0, -10):
-            self.stop.wait(min(10, left))
-            print(f"    {int(time.monotonic() - t0):>4} s: {self.counts.get('polls', 0) - counts0.get('polls', 0)} polls,"
-                  f" {self.counts.get('guesses', 0) - counts0.get('guesses', 0)} guesses", flush=True)
+            ctx.stop.wait(min(10, left))
+            now = ctx.counts()
+            print(f"    {int(time.monotonic() - t0):>4} s: {now['polls'] - counts0['polls']} polls,"
+                  f" {now['guesses'] - counts0['guesses']} guesses", flush=True)
         elapsed = time.monotonic() - t0
         web1, score1, valkey1 = tree_cpu(self.web.pid), cpu_seconds(self.score.pid), self.valkey_cpu()
+        client1 = sum(cpu_seconds(c.pid) for c in clients)
+        counts1 = ctx.counts()
         t1_wall = time.time()
         self.load.append(os.getloadavg()[0])
-        self.measuring = False
+        ctx.measuring.clear()
         # Let the last guesses be seen before stopping the players.
-        self.stop.wait(2 * POLL_PENDING_S + 1)
-        self.stop.set()
-        for p in players:
-            p.join(35)
-        return self.figures(players, elapsed, t0_wall, t1_wall, web1 - web0, score1 - score0,
-                            valkey1 - valkey0, counts0)
+        ctx.stop.wait(2 * POLL_PENDING_S + 1)
+        ctx.stop.set()
+        results = [row for _ in clients for row in out.get(timeout=120)]
+        for c in clients:
+            c.join(30)
+        counts = {n: counts1[n] - counts0[n] for n in counts1}
+        return self.figures(results, elapsed, t0_wall, t1_wall, web1 - web0, score1 - score0,
+                            valkey1 - valkey0, client1 - client0, counts, k)
 
     def valkey_cpu(self) -> float:
         import redis
@@ -351,38 +393,36 @@ class Bench:
         info = redis.Redis.from_url(self.valkey_url).info("cpu")
         return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
-    def figures(self, players, elapsed, t0_wall, t1_wall, web_cpu, score_cpu, valkey_cpu, counts0) -> dict:
+    def figures(self, results, elapsed, t0_wall, t1_wall, web_cpu, score_cpu, valkey_cpu, client_cpu,
+                counts, procs) -> dict:
         from games.models import Guess
 
         scored_at = {g: s.timestamp() for g, s in Guess.objects.filter(status="scored", scored_at__isnull=False)
                      .values_list("id", "scored_at")}
-        lags, unseen = [], 0
-        for p in players:
-            for gid, seen in p.seen.items():
-                at = scored_at.get(gid)
-                if at is not None and t0_wall <= at <= t1_wall:
-                    lags.append(seen - at)
-        measured_scored = sum(1 for at in scored_at.values() if t0_wall <= at <= t1_wall)
-        seen_ids = {gid for p in players for gid in p.seen}
-        unseen = sum(1 for g, at in scored_at.items() if t0_wall <= at <= t1_wall and g not in seen_ids)
-        polls = [ms for p in players for ms in p.poll_ms]
-        n_polls = self.counts.get("polls", 0) - counts0.get("polls", 0)
+        in_window = {g for g, at in scored_at.items() if t0_wall <= at <= t1_wall}
+        seen_all: dict[str, float] = {}
+        for seen, _, _ in results:
+            seen_all.update(seen)
+        lags = [seen_all[g] - scored_at[g] for g in in_window if g in seen_all]
+        polls = [ms for _, poll_ms, _ in results for ms in poll_ms]
+        n_polls = counts["polls"]
         return {
-            "players": len(players), "seconds": elapsed, "polls": n_polls, "polls_per_s": n_polls / elapsed,
-            "not_modified": self.counts.get("not_modified", 0) - counts0.get("not_modified", 0),
-            "guesses_scored": measured_scored, "unseen": unseen,
+            "players": len(results), "seconds": elapsed, "polls": n_polls, "polls_per_s": n_polls / elapsed,
+            "not_modified": counts["not_modified"], "guesses_scored": len(in_window),
+            "unseen": len(in_window - set(seen_all)),
             "web_cpu_per_s": web_cpu / elapsed, "score_cpu_per_s": score_cpu / elapsed,
-            "valkey_cpu_per_s": valkey_cpu / elapsed,
-            "web_cpu_ms_per_poll": 1000 * web_cpu / max(1, n_polls),
+            "valkey_cpu_per_s": valkey_cpu / elapsed, "client_cpu_per_s": client_cpu / elapsed,
+            "client_procs": procs, "web_cpu_ms_per_poll": 1000 * web_cpu / max(1, n_polls),
             "lag_p50_ms": 1000 * pct(lags, 50), "lag_p99_ms": 1000 * pct(lags, 99),
             "lag_max_ms": 1000 * max(lags) if lags else float("nan"),
             "poll_p50_ms": pct(polls, 50), "poll_p99_ms": pct(polls, 99),
-            "errors": sum(p.errors for p in players), "database": "postgresql" if self.pg_name else "sqlite",
+            "errors": sum(e for _, _, e in results), "database": "postgresql" if self.pg_name else "sqlite",
             "load": self.load, "cpus": os.cpu_count(),
         }
 
     def close(self) -> None:
-        self.stop.set()
+        if self.ctx is not None:
+            self.ctx.stop.set()
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -418,6 +458,7 @@ def report(f: dict) -> str:
         ("web CPU per poll", f"{f['web_cpu_ms_per_poll']:.1f} ms", "guess posts and their page loads included"),
         ("score worker CPU", f"{f['score_cpu_per_s']:.2f} s/s", ""),
         ("Valkey CPU", f"{f['valkey_cpu_per_s']:.3f} s/s", ""),
+        ("client CPU (the simulated players)", f"{f['client_cpu_per_s']:.2f} s/s", f"{f['client_procs']} processes"),
         ("scored -> visible p50", f"{f['lag_p50_ms']:.0f} ms", ""),
         ("scored -> visible p99", f"{f['lag_p99_ms']:.0f} ms",
          f"budget {LATENCY_BUDGET_S * 1000:.0f} ms: {'within' if ok_lag else 'OVER'}"),
@@ -443,6 +484,7 @@ def main(argv=None) -> int:
     parser.add_argument("--guess-every", type=float, default=30, help="mean seconds between a player's guesses")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--client-procs", type=int, default=4, help="processes the players are spread over")
     parser.add_argument("--quick", action="store_true", help="20 s measured, 5 s warm-up")
     parser.add_argument("--postgres", nargs="?", const="postgres://postgres@127.0.0.1:5432/postgres",
                         help="use a fresh PostgreSQL database made through this URL's server")

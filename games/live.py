@@ -172,6 +172,21 @@ def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None) ->
         return None
 
 
+def players_in(round_ids: list[str], client=None) -> dict[str, int]:
+    """Players with a score per round (one pipelined round trip), for the
+    lobby and the landing page; {} when Valkey does not answer."""
+    if not round_ids:
+        return {}
+    try:
+        pipe = (client or get_client()).pipeline(transaction=False)
+        for rid in round_ids:
+            pipe.zcard(leaderboard.key(rid))
+        return dict(zip(round_ids, pipe.execute()))
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        log.warning("player counts skipped, Valkey unreachable: %s", exc)
+        return {}
+
+
 def activity_words(n: int) -> str:
     if n == 0:
         return "no guesses in the last minute"

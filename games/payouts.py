@@ -117,7 +117,7 @@ def explain(kind: str, pool: int, weights: list[int] | None = None) -> dict:
         summary = (f"Best total takes the pool (💎 {pool}); players tied at the best total split it evenly.")
         lines = [
             "The player with the best total takes the whole pool.",
-            "Players tied at the best total split the pool evenly, whoever reached it first "
+            "Players tied at the best total split the pool evenly; who reached it first does not matter "
             "(the leaderboard lists them in that order, but they share one place and one prize).",
             f"The leftover of an uneven split stays with the {DUST[CLASSIC]}; so does the pool if nobody "
             "scores above 0.",

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from .. import engine, payouts, share, wallet
+from .. import engine, live, payouts, share, wallet
 from ..forms import STARTING_BALANCE
 from ..models import DEFAULT_BLIND_WEIGHTS, Guess, LedgerEntry, Player, Round, RoundEntry
 from .common import player_required
@@ -37,8 +37,10 @@ def landing(request):
     """What the game is, in one screen, for someone who is not logged in."""
     from .play import open_rounds
 
+    rounds = open_rounds()[:8]
+    playing = live.players_in([r.pk for r in rounds])
     return render(request, "games/landing.html", {
-        "sample": _sample(), "rounds": [(r, payouts.explain_round(r)) for r in open_rounds()[:8]],
+        "sample": _sample(), "rounds": [(r, payouts.explain_round(r), playing.get(r.pk)) for r in rounds],
         "starting": STARTING_BALANCE, "max_total": engine.MAX_TOTAL,
     })
 

@@ -212,8 +212,9 @@ def _lobby(request):
     best = dict(RoundEntry.objects.filter(player=player, round__in=open_rounds_)
                 .values_list("round_id", "best_total"))
     played = set(Guess.objects.filter(player=player, round__in=open_rounds_).values_list("round_id", flat=True))
+    playing = live.players_in([r.pk for r in open_rounds_])
     rows = [{"rnd": r, "best": None if _sealed(r) else best.get(r.pk), "played": r.pk in played,
-             "rules": payouts.explain_round(r)} for r in open_rounds_]
+             "rules": payouts.explain_round(r), "playing": playing.get(r.pk)} for r in open_rounds_]
     recent = (Round.objects.filter(guesses__player=player)
               .filter(Q(status__in=[Round.Status.SETTLED, Round.Status.VOIDED]) | Q(ends_at__lte=now))
               .distinct().order_by("-ends_at")[:10])

@@ -4,7 +4,7 @@ import pytest
 
 from games import payouts, settlement
 from games.guesses import submit
-from games.models import LedgerEntry, Notification, Round
+from games.models import LedgerEntry, Notification
 from games.notifications import deliver
 from games.workers import score_guess
 

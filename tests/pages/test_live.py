@@ -2,16 +2,13 @@
 'In this round' panel from Valkey, the poll, the reveal and share card, and
 the addresses a refused form leaves in the browser."""
 import re
-from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from games import engine, live, settlement, share
-from games.models import Guess, LedgerEntry, Notification, Round
-from games.notifications import deliver
+from games.models import Guess
 from games.workers import score_guess
 
 from .conftest import drain

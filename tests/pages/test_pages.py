@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from games import payouts, settlement, wallet
-from games.models import Guess, Round
+from games.models import Guess
 from games.views import common
 from games.views.pages import SAMPLE_GUESSES, SAMPLE_SECRET, streak
 from games.workers import score_guess
@@ -78,7 +78,7 @@ def test_profile_counts_rounds_wins_best_and_streak(play, player, make_round, ma
     assert resp.redirect_chain[-1][0] == "/players/ann/"
     assert "2 rounds played" in words and "1 win 💎 25 won in all" in words and "2 days streak" in words
     assert "Won it · classic · 600 /600" in words and "Still sealed" not in words
-    other = make_player("zed")
+    make_player("zed")
     assert "0 rounds played" in text(play.get("/players/zed/").content.decode())
     assert play.get("/players/nobody/").status_code == 404
 
@@ -162,3 +162,17 @@ def test_classic_leaderboard_gives_tied_players_one_place(client, make_player, m
     assert "equal totals share a place" in html and html.count("💎 10") == 2
     page = text(client.get(f"/rounds/{rnd.pk}/").content.decode())
     assert "You tied for #1 (2 players share the pool) with 200/600 and won 💎 10." in page
+
+
+def test_lobby_and_landing_show_how_many_are_playing(client, make_player, make_round,
+                                                     django_capture_on_commit_callbacks):
+    rnd = make_round(secret=SECRET, title="Busy one")
+    for name in ("p1", "p2", "p3"):
+        p = make_player(name)
+        client.force_login(p.user)
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(f"/rounds/{rnd.pk}/guess/", {f"slot{i}": e for i, e in enumerate(SECRET[:5] + ["🐼"])})
+    drain("cm", score_guess)
+    assert "<span data-playing>3 playing</span>" in client.get("/").content.decode()
+    client.logout()
+    assert "<span data-playing>3 playing</span>" in client.get("/").content.decode()

@@ -97,6 +97,24 @@
     });
   }
 
+  // The full leaderboard page refreshes its table in place while the round
+  // is open (the same HTML the server renders; no reload, no new endpoint).
+  var table = document.querySelector("[data-live-table]");
+  if (table && table.dataset.open === "1" && window.fetch && window.DOMParser) {
+    var refresh = function () {
+      if (document.hidden) { window.setTimeout(refresh, 5000); return; }
+      fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("[data-live-table]");
+          if (fresh) { table.innerHTML = fresh.innerHTML; }
+          if (!fresh || fresh.dataset.open === "1") { window.setTimeout(refresh, 5000); }
+        })
+        .catch(function () { window.setTimeout(refresh, 10000); });
+    };
+    window.setTimeout(refresh, 5000);
+  }
+
   var list = document.querySelector("[data-my-guesses]");
   if (!list || !window.fetch) { return; }
   var initialStatus = list.dataset.status;
