@@ -278,10 +278,7 @@ class ShardedQueue:
                 break
             if isinstance(reply[0], Exception):
                 raise _typed(reply[0])
-            got = self.parse_claim(reply[0])
-            jobs += got
-            if not got:
-                break
+            jobs += self.parse_claim(reply[0])
         return jobs
 
     def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS):
