@@ -41,7 +41,13 @@ from typing import Iterable, Mapping
 import redis
 
 from . import ids, keyspace
+from .cluster import TRANSIENT_ERRORS
 from .errors import InvalidName
+
+try:  # the typed "Valkey unavailable" error, where the core has one
+    from .errors import Unavailable
+except ImportError:
+    Unavailable = redis.exceptions.ConnectionError
 from .queue import DEFAULT_LEASE_MS, Queue, Reaped, _typed
 from .scripts import Batch
 
@@ -153,7 +159,11 @@ class ShardedQueue:
         pipe = self.client.pipeline(transaction=False)
         for shard in self.shards:
             pipe.exists(shard.job_key(job_id))
-        for shard, there in zip(self.shards, pipe.execute()):
+        try:
+            found = pipe.execute()
+        except TRANSIENT_ERRORS as exc:
+            raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
+        for shard, there in zip(self.shards, found):
             if there:
                 return shard
         return self.shard_for(job_id=job_id)
@@ -207,7 +217,10 @@ class ShardedQueue:
             pipe.zcard(s.k_pending)
             pipe.llen(s.k_ring)
             pipe.hget(s.k_meta, "paused")
-        r = pipe.execute()
+        try:
+            r = pipe.execute()
+        except TRANSIENT_ERRORS as exc:
+            raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
         return [i for n, i in enumerate(candidates)
                 if (r[3 * n] or r[3 * n + 1]) and r[3 * n + 2] != b"1"]
 
@@ -581,7 +594,7 @@ class ShardParking:
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
             self.close()  # the topology may have changed: reconnect next time
             q.mark_hot(range(len(q.shards)))
-            raise redis.exceptions.ConnectionError("a shard's node went away while parked") from None
+            raise Unavailable("a shard's node went away while parked") from None
 
     def _wait(self, timeout_s: float) -> list[int]:
         q = self.queue
