@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL = 3.0
+DEFAULT_GOAL = 5.0  # the default Consumer, no tuning flags, vs the best peer
 PEERS = ("rq", "arq", "saq", "dramatiq", "huey", "celery", "bullmq")
 
 
@@ -103,6 +104,8 @@ def main(argv=None) -> int:
     ap.add_argument("--latency-rate", type=float, help="jobs/s of the open-loop producer "
                     "(default 500; quick 300)")
     ap.add_argument("--latency-seconds", type=float, help="default 10; quick 3")
+    ap.add_argument("--mix", default=None, help="fast,slow,slow_ms,consumers,concurrency of the mixed-"
+                    "handler run (default 1000,16,2000,2,4; quick 300,6,2000,2,4); 'none' to skip")
     ap.add_argument("--json", metavar="PATH", help="also write every row as JSON")
     ap.add_argument("--keep-logs", action="store_true")
     a = ap.parse_args(argv)
@@ -175,9 +178,10 @@ def main(argv=None) -> int:
 
         # 2. EchoMQ drains.
         why_not = runs.consumer_available(a.consumer, code)
-        configs = [(1, 0), (1, PF), (N, 0), (N, PF)]
+        # None: no prefetch flag at all, the Consumer's default (adaptive).
+        configs = [(1, None), (N, None), (1, 0), (1, PF), (N, 0), (N, PF)]
         for c, pf in configs:
-            label = f"Consumer c={c} prefetch={pf}"
+            label = f"Consumer c={c} " + ("default (no prefetch flag)" if pf is None else f"prefetch={pf}")
             if why_not:
                 drains.append({"system": "EchoMQ", "config": label, "kind": "consumer",
                                "status": f"skipped: {why_not}"})
@@ -194,15 +198,32 @@ def main(argv=None) -> int:
         # 3. latency.
         lat_rows = []
         if not why_not:
-            for c, pf in ((1, 0), (N, PF)):
+            for c, pf in ((1, 0), (N, None), (N, PF)):
                 log(f"latency c={c} prefetch={pf} at {lat_rate:.0f}/s for {lat_secs:.0f}s")
                 lat_rows.append(runs.latency(server, lat_rate, lat_secs, c, pf, logdir, a.consumer, code))
         report["latency"] = lat_rows
 
-        # 5. peers, each paired with a run of the best EchoMQ config just before it,
-        # so the machine's load drifts as little as possible between the two.
-        best = max((d for d in drains if d["kind"] == "consumer" and d.get("rate")),
-                   key=lambda d: d["rate"], default=None)
+        # Mixed 1 ms / 2 s handlers over two consumer processes: the default
+        # must finish no later than prefetch=0 (no job held back behind a slow one).
+        mix_rows = []
+        mix_spec = a.mix or ("300,6,2000,2,4" if quick else "1000,16,2000,2,4")
+        if not why_not and mix_spec != "none":
+            fast, slow, slow_ms, ncons, conc = (int(x) for x in mix_spec.split(","))
+            for pf in (0, None, 0, None):  # twice each, alternating, as the load drifts
+                log(f"mix: {ncons} consumers x c={conc}, prefetch={'default' if pf is None else pf}, "
+                    f"{fast} x 1 ms + {slow} x {slow_ms} ms")
+                mix_rows.append(runs.mix(server, pf, fast=fast, slow=slow, slow_ms=slow_ms, consumers=ncons,
+                                         concurrency=conc, logdir=logdir, consumer_spec=a.consumer,
+                                         code_dir=code))
+        report["mix"] = mix_rows
+
+        # 5. peers, each paired with a run of the default EchoMQ Consumer (c=N,
+        # no tuning flags) just before it, so the machine's load drifts as
+        # little as possible between the two.
+        best = next((d for d in drains if d["kind"] == "consumer" and d.get("rate") and d["c"] == N
+                     and d["pf"] is None), None) or \
+            max((d for d in drains if d["kind"] == "consumer" and d.get("rate")),
+                key=lambda d: d["rate"], default=None)
         for p in peers:
             st = peer_state[p]
             if isinstance(st, str):
@@ -228,6 +249,7 @@ def main(argv=None) -> int:
 
         out.append(render_enqueue(enq, drains))
         out.append(render_latency(lat_rows, lat_rate, lat_secs))
+        out.append(render_mix(mix_rows))
         out.append(render_drains(drains, report, n, N, PF))
     finally:
         server.stop()
@@ -263,7 +285,7 @@ def render_latency(lat_rows, rate, secs) -> str:
         return "\n== Latency: skipped (no consumer)"
     rows = []
     for r in lat_rows:
-        label = f"Consumer c={r['concurrency']} prefetch={r['prefetch']}"
+        label = f"Consumer c={r['concurrency']} prefetch={'default' if r['prefetch'] is None else r['prefetch']}"
         if r.get("status") != "ok":
             rows.append([label, r.get("status", "?"), "", "", "", ""])
             continue
@@ -272,6 +294,25 @@ def render_latency(lat_rows, rate, secs) -> str:
     return table(f"Latency enqueue -> handler start, ms (open loop, {rate:.0f} jobs/s for {secs:.0f}s, "
                  f"payload = intended send time)",
                  ["consumer", "p50", "p90", "p99", "max", "producer lag max"], rows)
+
+
+def render_mix(rows) -> str:
+    if not rows:
+        return "\n== Mixed handlers: skipped"
+    table_rows = [[r["prefetch"] if r["prefetch"] != "auto" else "default (adaptive)",
+                   f"{r['fast']} x 1 ms + {r.get('slow_jobs', r['slow'])} x {r['slow_ms']} ms",
+                   f"{r['consumers']} x c={r['concurrency']}",
+                   f"{r['seconds']:.2f}" if r.get("seconds") else "-", "" if r["status"] == "ok" else r["status"]]
+                  for r in rows]
+    out = table("Mixed handlers over two consumer processes: seconds until all completed (lower is better)",
+                ["prefetch", "jobs", "consumers", "seconds", "status"], table_rows)
+    zero = [r["seconds"] for r in rows if r.get("seconds") and r["prefetch"] == "0"]
+    auto = [r["seconds"] for r in rows if r.get("seconds") and r["prefetch"] == "auto"]
+    if zero and auto:
+        verdict = "MET" if max(auto) <= max(zero) * 1.05 and min(auto) <= min(zero) * 1.05 else "NOT MET"
+        out += (f"\n{verdict}: default best {min(auto):.2f}s / worst {max(auto):.2f}s vs prefetch=0 best "
+                f"{min(zero):.2f}s / worst {max(zero):.2f}s (goal: default no later; 5% noise allowed)")
+    return out
 
 
 def render_drains(drains, report, n, N, PF) -> str:
@@ -324,6 +365,18 @@ def render_drains(drains, report, n, N, PF) -> str:
         out += (f"\n  paired (same minute): lowest EchoMQ/peer is {pd['system']} {pd['config']}: "
                 f"{fmt_rate(pd['pair']['rate'])} vs {fmt_rate(pd['rate'])} jobs/s = {px:.2f}x")
     report["goal"] = {"side_by_side": x, "paired_min": px, "met": worst >= GOAL}
+    default = next((d for d in echo if d.get("pf") is None and d.get("c") == N), None)
+    if default is not None:
+        dx = default["rate"] / best_peer["rate"]
+        dpx = min((d["pair"]["rate"] / d["rate"] for d in peers if (d.get("pair") or {}).get("rate")),
+                  default=None)
+        dworst = min(dx, dpx) if dpx is not None else dx
+        out += (f"\n\n== Goal: the DEFAULT Consumer (c={N}, no prefetch flag) drains at least "
+                f"{DEFAULT_GOAL:.0f}x the best peer\n{'MET' if dworst >= DEFAULT_GOAL else 'NOT MET'} "
+                f"({dworst:.2f}x): side by side {fmt_rate(default['rate'])} vs {best_peer['system']} "
+                f"{fmt_rate(best_peer['rate'])} jobs/s = {dx:.2f}x"
+                + (f"; paired lowest {dpx:.2f}x" if dpx is not None else ""))
+        report["default_goal"] = {"side_by_side": dx, "paired_min": dpx, "met": dworst >= DEFAULT_GOAL}
     return out
 
 

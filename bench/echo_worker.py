@@ -5,6 +5,10 @@
 MODE
   consumer   echomq.Consumer(queue, handler, concurrency=, prefetch=) with a
              no-op handler; stops itself (Consumer.stop) after n jobs.
+             ``--prefetch auto`` (the default) passes no prefetch at all: the
+             Consumer's own default (adaptive).
+  mix        the same Consumer; the payload is the handler's sleep in ms (the
+             mixed 1 ms / 2 s run); runs until SIGTERM.
   latency    the same Consumer; the payload is the enqueue time (unix s, as
              text); the handler records now - payload; percentiles reported.
   raw1       reference loop, no Consumer: claim one, handle, complete; one
@@ -50,8 +54,9 @@ def percentiles(values, ps=(50, 90, 99, 99.9)) -> dict:
 
 def run_consumer(q: Queue, a, tally: Tally, handler) -> dict:
     Consumer = load_consumer(a.consumer)
-    consumer = Consumer(q, handler, concurrency=a.concurrency, prefetch=a.prefetch,
-                        lease_ms=a.lease_ms, beat_ms=a.beat_ms)
+    tuning = {} if a.prefetch is None else {"prefetch": a.prefetch}  # None: the Consumer's default
+    consumer = Consumer(q, handler, concurrency=a.concurrency, lease_ms=a.lease_ms, beat_ms=a.beat_ms,
+                        **tuning)
     tally.on_done = lambda: threading.Thread(target=consumer.stop, daemon=True).start()
     emit("READY")
     consumer.run()
@@ -120,9 +125,10 @@ def main(argv=None) -> int:
     ap.add_argument("--url", required=True)
     ap.add_argument("--queue", default="bench")
     ap.add_argument("--n", type=int, required=True)
-    ap.add_argument("--mode", choices=("consumer", "latency", "raw1", "rawpipe"), default="consumer")
+    ap.add_argument("--mode", choices=("consumer", "latency", "mix", "raw1", "rawpipe"), default="consumer")
     ap.add_argument("--concurrency", type=int, default=1)
-    ap.add_argument("--prefetch", type=int, default=0)
+    ap.add_argument("--prefetch", type=lambda v: None if v == "auto" else int(v), default=None,
+                    help="an int, or 'auto' (default): leave it to the Consumer")
     ap.add_argument("--lease-ms", type=int, default=30_000)
     ap.add_argument("--beat-ms", type=int, default=1_000)
     ap.add_argument("--consumer", default="echomq:Consumer")
@@ -142,6 +148,9 @@ def main(argv=None) -> int:
 
         extra = run_consumer(q, a, tally, handler)
         extra["latency_ms"] = {k: v * 1000 for k, v in percentiles(lat).items()}
+    elif a.mode == "mix":
+        extra = run_consumer(q, a, Tally(10**12, progress=False),
+                             lambda job: time.sleep(int(job.payload) / 1000))
     elif a.mode == "raw1":
         extra = run_raw1(q, a, tally)
     else:

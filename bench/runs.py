@@ -182,14 +182,19 @@ def _drain(server, argv, n: int, budget: float, log: Path, *, echo: bool,
         w.kill()
 
 
-def echo_drain(server, n: int, mode: str, concurrency: int, prefetch: int, budget: float,
+def _pf(prefetch) -> str:
+    return "auto" if prefetch is None else str(prefetch)
+
+
+def echo_drain(server, n: int, mode: str, concurrency: int, prefetch: int | None, budget: float,
                logdir: Path, consumer_spec: str, code_dir: Path | None = None, tag: str = "") -> dict:
+    """prefetch None: no prefetch flag at all (the Consumer's default)."""
     server.flush()
     echo_fill(server, n)
     argv = [PY, "-m", "bench.echo_worker", "--url", server.url, "--queue", QUEUE, "--n", str(n),
-            "--mode", mode, "--concurrency", str(concurrency), "--prefetch", str(prefetch),
+            "--mode", mode, "--concurrency", str(concurrency), "--prefetch", _pf(prefetch),
             "--consumer", consumer_spec]
-    tag = f"echo-{mode}-c{concurrency}-p{prefetch}{tag}"
+    tag = f"echo-{mode}-c{concurrency}-p{_pf(prefetch)}{tag}"
     return _drain(server, argv, n, budget, logdir / f"{tag}.log", echo=True, code_dir=code_dir)
 
 
@@ -211,15 +216,58 @@ def consumer_available(spec: str, code_dir: Path | None = None) -> str | None:
     return f"{spec} not importable: {last[:150]}"
 
 
+# -- mixed handlers over two consumers ------------------------------------------
+def mix(server, prefetch: int | None, *, fast: int, slow: int, slow_ms: int, consumers: int,
+        concurrency: int, logdir: Path, consumer_spec: str, code_dir: Path | None = None,
+        timeout: float = 120.0) -> dict:
+    """``consumers`` consumer processes start on an empty queue; once all are
+    READY, ``fast`` 1 ms jobs and ``slow`` jobs of ``slow_ms`` (spread evenly
+    among them) are enqueued in one call; timed until counts() shows them all
+    completed. A consumer that sits on prefetched jobs behind slow handlers
+    makes this slower than prefetch=0."""
+    server.flush()
+    argv = [PY, "-m", "bench.echo_worker", "--url", server.url, "--queue", QUEUE, "--n", "1",
+            "--mode", "mix", "--concurrency", str(concurrency), "--prefetch", _pf(prefetch),
+            "--consumer", consumer_spec]
+    procs = [WorkerProc(argv, logdir / f"mix-{_pf(prefetch)}-{i}.log", code_dir=code_dir)
+             for i in range(consumers)]
+    row = {"prefetch": _pf(prefetch), "fast": fast, "slow": slow, "slow_ms": slow_ms,
+           "consumers": consumers, "concurrency": concurrency}
+    try:
+        for w in procs:
+            line = w.next_line(90)
+            if line is None or line[0] != "READY":
+                row["status"] = f"failed: no READY ({w.tail()})"
+                return row
+        every = max(1, (fast + slow) // max(1, slow))
+        payloads = [str(slow_ms if i % every == every // 2 and i // every < slow else 1).encode()
+                    for i in range(fast + slow)]
+        q = _q(server)
+        total = len(payloads)
+        t0 = time.perf_counter()
+        q.enqueue_many(payloads)
+        while q.counts()["completed"] < total:
+            if time.perf_counter() - t0 > timeout:
+                row["status"] = f"partial: {q.counts()['completed']} of {total} in {timeout:.0f}s"
+                return row
+            time.sleep(0.005)  # polling the server: the event is in another process
+        row.update(status="ok", seconds=time.perf_counter() - t0,
+                   slow_jobs=sum(p != b"1" for p in payloads))
+        return row
+    finally:
+        for w in procs:
+            w.kill()
+
+
 # -- 3. latency ----------------------------------------------------------------
 def latency(server, rate: float, seconds: float, concurrency: int, prefetch: int,
             logdir: Path, consumer_spec: str, code_dir: Path | None = None) -> dict:
     server.flush()
     n = int(rate * seconds)
     argv = [PY, "-m", "bench.echo_worker", "--url", server.url, "--queue", QUEUE, "--n", str(n),
-            "--mode", "latency", "--concurrency", str(concurrency), "--prefetch", str(prefetch),
+            "--mode", "latency", "--concurrency", str(concurrency), "--prefetch", _pf(prefetch),
             "--consumer", consumer_spec]
-    w = WorkerProc(argv, logdir / f"latency-c{concurrency}-p{prefetch}.log", code_dir=code_dir)
+    w = WorkerProc(argv, logdir / f"latency-c{concurrency}-p{_pf(prefetch)}.log", code_dir=code_dir)
     row = {"rate": rate, "n": n, "concurrency": concurrency, "prefetch": prefetch}
     try:
         line = w.next_line(90)

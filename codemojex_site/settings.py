@@ -90,8 +90,40 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
-else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+# Persistent connections, checked before reuse. Each thread that talks to the
+# database keeps one connection open between requests and jobs instead of
+# opening (and warming) a new backend per request, which cost more than the
+# request's own SQL. A connection found broken at the start of a request is
+# replaced (CONN_HEALTH_CHECKS: one `SELECT 1` the first time a request uses
+# it); workers replace theirs on an OperationalError. So the connections a
+# host holds are: gunicorn workers x threads (`manage.py up`: 2 x 1), plus
+# each score worker's --concurrency, plus one each for the notifier and the
+# reaper -- size PostgreSQL's max_connections (default 100) to the sum over
+# all hosts, or put PgBouncer in front.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+
+# Django's Redis cache on the same Valkey as the queues (codemojex_site.cache
+# resolves the URL on first use, so the embedded server starts only when
+# needed, and treats an unreachable Valkey as a miss). Sessions are read from
+# it and written through to the database (cached_db), and the logged-in user
+# and player are cached (games.players), so a signed-in request costs no
+# query before the view's own.
+CACHES = {
+    "default": {
+        "BACKEND": "codemojex_site.cache.ValkeyCache",
+        "LOCATION": env.str("CACHE_URL", default=""),  # empty: the EchoMQ Valkey
+        "KEY_PREFIX": "cm:cache",
+        "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 1},
+    },
+}
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# The cached user backend first (new logins name it in their session); the
+# plain one stays listed so sessions made before it keep working.
+AUTHENTICATION_BACKENDS = [
+    "games.players.CachedModelBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -9,6 +9,9 @@ JOB id makes the effect exactly-once.
 The core needs only redis-py; ``echomq.contrib.django`` adds the Django bits.
 """
 from .errors import (
+    UNAVAILABLE,
+    ArgumentError,
+    Cancelled,
     Drop,
     EchoMQError,
     InvalidName,
@@ -16,6 +19,7 @@ from .errors import (
     KindError,
     Retry,
     StaleToken,
+    Unavailable,
     WrongState,
 )
 from .job import Job
@@ -23,8 +27,8 @@ from .queue import Queue
 
 __all__ = [
     "Queue", "ShardedQueue", "Job", "Consumer", "Reaper",
-    "EchoMQError", "InvalidName", "KindError", "StaleToken", "JobNotFound", "WrongState",
-    "Retry", "Drop",
+    "EchoMQError", "ArgumentError", "InvalidName", "KindError", "StaleToken", "Cancelled",
+    "JobNotFound", "WrongState", "Unavailable", "UNAVAILABLE", "Retry", "Drop",
 ]
 
 

@@ -16,7 +16,16 @@ Read it top to bottom the way it runs:
   idle consumer costs one blocked call per beat and a finished job is
   acknowledged at once.
 * A heartbeat thread extends the lease of every job in hand every lease/3, so
-  a slow handler keeps its lease for as long as its process lives.
+  a slow handler keeps its lease for as long as its process lives. Its reply
+  also says when a job was cancelled or its lease lost: ``job.cancelled``
+  turns true, so the handler can stop at its next ``job.check()``.
+* Prefetch adapts by default (``prefetch=None``): the window of jobs claimed
+  ahead grows while handlers are short and shrinks to zero for slow ones, so a
+  prefetched job never waits long behind a slow handler that another consumer
+  could have run it beside (see ``_adapt``).
+* No thread dies silently: a bug in the consumer's own code is logged with
+  its traceback and stops the consumer; ``run()`` then raises
+  ``ConsumerCrashed`` so the process exits non-zero and a supervisor restarts it.
 
 Delivery is at-least-once: a job whose worker dies is reaped and claimed
 again with a higher token, and the dead worker's token can change nothing.
@@ -33,17 +42,38 @@ import threading
 import time
 import traceback
 
-import redis
-
 from . import ids, keyspace
-from .cluster import TRANSIENT_ERRORS
-from .errors import Drop, Retry, StaleToken
+from .errors import ArgumentError, Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
 from .job import Job
+from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
 
 log = logging.getLogger("echomq.consumer")
 
-# Connection loss, and what a cluster answers while a failover moves slots.
-CONNECTION_ERRORS = TRANSIENT_ERRORS
+CONNECTION_ERRORS = (Unavailable,)  # the core maps redis-py's errors to it (errors.translate)
+
+# Adaptive prefetch: claim ahead at most PREFETCH_MAX jobs, and only as many
+# as the threads get through in WAIT_BUDGET_S by the handlers' recent mean
+# time, so a prefetched job waits about that long at most.
+PREFETCH_MAX = 64
+DEFAULT_BATCH = 50  # jobs per handler_many call
+WAIT_BUDGET_S = 0.05
+
+
+class ConsumerCrashed(EchoMQError):
+    """A consumer thread failed in the consumer's own code (not a handler's
+    failure, which is data): logged with its traceback; ``run()`` stops and
+    raises this so the process exits non-zero."""
+
+
+def _valid_delay(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_MS
+
+
+def _safe_text(exc: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    except Exception:  # a broken __str__ must not cost the job
+        return type(exc).__name__
 
 
 def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
@@ -55,6 +85,17 @@ def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
         return delay // 2 + random.randint(0, delay // 2)
 
     return backoff
+
+
+_DEFAULT_BACKOFF = exponential_backoff()
+
+
+def _raiser(result):
+    """A one-job handler that gives ``result``: an exception is raised, anything else completes."""
+    def handler(job):
+        if isinstance(result, BaseException):
+            raise result
+    return handler
 
 
 class _Outcome:
@@ -75,19 +116,47 @@ class Consumer:
 
     ``prefetch`` jobs beyond ``concurrency`` may be claimed ahead (batch
     claim); they are leased and heart-beaten while they wait, and handed back
-    unstarted when the consumer stops.
+    unstarted when the consumer stops. ``None`` (the default) adapts it to
+    the handlers' speed; an int fixes it (0: claim only for idle threads).
+
+    Instead of ``handler``, ``handler_many(jobs)`` takes up to ``batch``
+    (default 50) claimed jobs at once -- whatever is waiting when a thread is
+    free, so a light load still goes one by one -- and returns one result per
+    job, in order: an exception (``Drop``, ``Retry``, any other) settles that
+    job as if ``handler`` had raised it; anything else completes it. If
+    ``handler_many`` itself raises, every job of the batch gets that outcome.
+    Each thread holds up to ``batch`` jobs, so ``concurrency * batch +
+    prefetch`` are claimed at most.
     """
 
-    def __init__(self, queue, handler, *, concurrency: int = 1, lease_ms: int = 30_000,
-                 max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int = 0,
+    def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
+                 concurrency: int = 1, lease_ms: int = 30_000,
+                 max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int | None = None,
                  grace_ms: int = 10_000, name: str | None = None):
-        if concurrency < 1 or prefetch < 0 or lease_ms < 100 or beat_ms < 10 or max_attempts < 1:
-            raise ValueError("need concurrency >= 1, prefetch >= 0, lease_ms >= 100, beat_ms >= 10, "
-                             "max_attempts >= 1")
+        # Checked here, so a setting the scripts would refuse fails now, not in a thread later.
+        if (handler is None) == (handler_many is None):
+            raise ArgumentError("give exactly one of handler and handler_many")
+        if batch is not None and handler_many is None:
+            raise ArgumentError("batch is the size of a handler_many call; there is no handler_many")
+        batch = 1 if handler_many is None else check_int(DEFAULT_BATCH if batch is None else batch, "batch", 1,
+                                                         MAX_BATCH)
+        check_int(concurrency, "concurrency", 1, MAX_BATCH // batch)
+        if prefetch is not None:
+            check_int(prefetch, "prefetch", 0, MAX_BATCH - concurrency * batch)
+        check_int(lease_ms, "lease_ms", 100, MAX_MS)
+        check_int(beat_ms, "beat_ms", 10, MAX_MS)
+        check_int(max_attempts, "max_attempts", 1, MAX_COUNT)
+        check_int(grace_ms, "grace_ms", 0, MAX_MS)
         self.queue = queue
         self.handler = handler
+        self.handler_many = handler_many
+        self.batch = batch
         self.concurrency = concurrency
-        self.prefetch = prefetch
+        self.adaptive = prefetch is None
+        self.prefetch = 0 if prefetch is None else prefetch
+        self._mean_s: float | None = None  # recent mean handler time (EWMA)
+        self._started: dict[str, float] = {}  # running job id -> monotonic start
+        self._crashed: BaseException | None = None
         self.lease_ms = lease_ms
         self.max_attempts = max_attempts
         self.backoff = backoff or exponential_backoff()
@@ -100,11 +169,11 @@ class Consumer:
         # shard, see sharded.py); a plain queue BLPOPs wake list + doorbell.
         self._parking = queue.parking() if hasattr(queue, "parking") else None
 
-        self.capacity = concurrency + prefetch
+        self.capacity = concurrency * self.batch + self.prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
         # until half the prefetch is used up, so claims and acks go in batches
         # while the run queue still holds work for the threads.
-        self.refill_at = 1 if prefetch == 0 else max(1, (prefetch + 1) // 2)
+        self.refill_at = 1 if self.prefetch == 0 else max(1, (self.prefetch + 1) // 2)
 
         self._cond = threading.Condition()
         self._in_hand: dict[str, Job] = {}  # claimed and not yet settled
@@ -128,17 +197,33 @@ class Consumer:
     def run(self) -> None:
         """Work until ``stop()`` (or SIGTERM / SIGINT when on the main thread)."""
         restore = self._install_signals()
-        log.info("consumer %s started: queue=%s concurrency=%d prefetch=%d lease_ms=%d",
-                 self.name, self.queue.name, self.concurrency, self.prefetch, self.lease_ms)
+        log.info("consumer %s started: queue=%s concurrency=%d prefetch=%s lease_ms=%d",
+                 self.name, self.queue.name, self.concurrency, "auto" if self.adaptive else self.prefetch,
+                 self.lease_ms)
         self._start_threads()
         try:
             self._fetch_loop()
+        except BaseException as exc:
+            self._crash("fetcher", exc)
         finally:
             left = self._shutdown()
             restore()
-            log.info("consumer %s stopped: completed=%d retried=%d dead=%d dropped=%d%s",
+            log.info("consumer %s stopped: completed=%d retried=%d dead=%d dropped=%d cancelled=%d%s",
                      self.name, self.stats["completed"], self.stats["retried"], self.stats["dead"],
-                     self.stats["dropped"], f" left_leased={left}" if left else "")
+                     self.stats["dropped"], self.stats["cancelled"], f" left_leased={left}" if left else "")
+        if self._crashed is not None:
+            raise ConsumerCrashed(f"consumer {self.name} stopped: a thread crashed "
+                                  f"({_safe_text(self._crashed)})") from self._crashed
+
+    def _crash(self, where: str, exc: BaseException) -> None:
+        """A bug in our own code: log it with its traceback and stop, so the
+        process exits non-zero (``run()`` raises) rather than limp on."""
+        log.critical("consumer %s: %s thread crashed; stopping", self.name, where,
+                     exc_info=(type(exc), exc, exc.__traceback__))
+        with self._cond:
+            if self._crashed is None:
+                self._crashed = exc
+        self.stop()
 
     # -- the fetcher ------------------------------------------------------
     def _fetch_loop(self) -> None:
@@ -147,6 +232,8 @@ class Consumer:
             self._wait_for_room()
             if self._stopping.is_set():
                 break
+            if self.adaptive:
+                self._shed()
             try:
                 got, settled = self._cycle(claim=True)
                 failures = 0
@@ -167,10 +254,52 @@ class Consumer:
         """Block while there is too little room to claim and nothing urgent to ack."""
         with self._cond:
             while not self._stopping.is_set():
+                self._adapt()
                 if self._free() >= self.refill_at or (self._acks and self._running == 0):
                     return
-                if not self._cond.wait(self.beat_ms / 1000) and self._acks:
+                if self.adaptive and self._stuck():
+                    return  # hand the waiting prefetched jobs back (in _cycle)
+                wait = self.beat_ms / 1000
+                if self.adaptive and not self._runq.empty():
+                    wait = min(wait, WAIT_BUDGET_S)  # watch for a handler that turns slow
+                if not self._cond.wait(wait) and self._acks:
                     return  # a whole beat with acks waiting: send them now
+
+    # -- adaptive prefetch ------------------------------------------------
+    def _adapt(self) -> None:
+        """Set the prefetch window (called under the lock). It doubles per
+        cycle up to what the threads get through in WAIT_BUDGET_S at the
+        handlers' recent mean time, and drops at once when they slow down."""
+        if not self.adaptive:
+            return
+        if self._mean_s is None:
+            target = 0
+        else:
+            target = min(PREFETCH_MAX, int(WAIT_BUDGET_S * self.concurrency / max(self._mean_s, 1e-6)))
+        self.prefetch = target if target < self.prefetch else min(target, max(1, self.prefetch * 2))
+        self.capacity = self.concurrency * self.batch + self.prefetch
+        self.refill_at = 1 if self.prefetch == 0 else max(1, (self.prefetch + 1) // 2)
+        self.stats["prefetch_peak"] = max(self.stats["prefetch_peak"], self.prefetch)
+
+    def _stuck(self) -> bool:
+        """Every thread runs a job longer than the wait budget while claimed
+        jobs wait unstarted: another consumer could run those now."""
+        if self._runq.empty() or len(self._started) < self.concurrency:
+            return False
+        now = time.monotonic()  # a batch of handler_many may take batch times the budget
+        return all(now - t > WAIT_BUDGET_S * self.batch for t in self._started.values())
+
+    def _shed(self) -> None:
+        """Hand back the prefetched jobs that wait behind slow handlers."""
+        with self._cond:
+            if not self._stuck():
+                return
+            self._mean_s = max(self._mean_s or 0.0, 2 * WAIT_BUDGET_S * self.concurrency)  # window 0
+            self._adapt()
+        waiting = self._take_unstarted()
+        if waiting:
+            self._release(waiting)
+            self.stats["shed"] += len(waiting)
 
     def _cycle(self, *, claim: bool) -> tuple[int, int]:
         """One round trip: settle finished jobs and claim into free slots."""
@@ -182,8 +311,12 @@ class Consumer:
             return 0, 0
         # Completions and drops go in one complete_batch call; retries, rarer,
         # one script call each; the claim last. All in one round trip.
-        done = [out for out in acks if out.kind != "retry"]
+        done = [out for out in acks if out.kind in ("complete", "drop")]
         failed = [out for out in acks if out.kind == "retry"]
+        for out in acks:
+            if out.kind == "cancelled":  # the queue dropped it already
+                self.stats["cancelled"] += 1
+                log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id)
         batch = self.queue.batch()
         if done:
             self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
@@ -191,7 +324,7 @@ class Consumer:
             self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
                                  max_attempts=self.max_attempts, error=out.error)
         if free > 0:
-            self.queue.add_claim(batch, free, lease_ms=self.lease_ms)
+            self.queue.add_claim(batch, free, lease_ms=self.lease_ms, consumer=self.id)
         try:
             replies = batch.run()
         except CONNECTION_ERRORS:
@@ -201,9 +334,7 @@ class Consumer:
         answers = []
         if done:
             first = replies[0]
-            if isinstance(first, Exception):
-                raise first
-            answers = self.queue.batch_answers(first)
+            answers = [first] * len(done) if isinstance(first, Exception) else self.queue.batch_answers(first)
         answers += replies[1 if done else 0: len(replies) - (1 if free > 0 else 0)]
         for out, reply in zip(done + failed, answers):
             self._settled(out, reply)
@@ -222,14 +353,22 @@ class Consumer:
 
     def _settled(self, out: _Outcome, reply) -> None:
         job = out.job
-        if isinstance(reply, Exception):
-            if isinstance(reply, StaleToken) or str(reply).startswith("EMQSTALE"):
-                self.stats["stale"] += 1
-                log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
-                            self.name, out.kind, job.id, job.attempts)
-                return
-            raise reply
-        if out.kind == "complete":
+        if isinstance(reply, StaleToken):
+            self.stats["stale"] += 1
+            log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
+                        self.name, out.kind, job.id, job.attempts)
+        elif isinstance(reply, Cancelled):
+            self.stats["cancelled"] += 1
+            log.info("consumer %s: %s %s refused, the job was cancelled", self.name, out.kind, job.id)
+        elif isinstance(reply, Exception):
+            # Not settled; the job stays leased until the reaper returns it.
+            self.stats["unsettled"] += 1
+            log.error("consumer %s: %s %s failed: %s; the reaper will return it", self.name, out.kind,
+                      job.id, _safe_text(reply))
+        elif reply == 0:
+            self.stats["gone"] += 1
+            log.info("consumer %s: %s %s: the job was gone (removed)", self.name, out.kind, job.id)
+        elif out.kind == "complete":
             self.stats["completed"] += 1
         elif out.kind == "drop":
             self.stats["dropped"] += 1
@@ -253,7 +392,8 @@ class Consumer:
             if self._parking is not None:
                 self._parking.wait(self.beat_ms / 1000)
             else:
-                self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
+                with translated():
+                    self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
         finally:
             with self._cond:
                 self._parked = False
@@ -261,7 +401,8 @@ class Consumer:
     # -- workers ----------------------------------------------------------
     def _start_threads(self) -> None:
         for i in range(self.concurrency):
-            t = threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{i}", daemon=True)
+            loop = self._work_loop if self.handler_many is None else self._work_loop_many
+            t = threading.Thread(target=loop, name=f"{self.name}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
         hb = threading.Thread(target=self._heartbeat_loop, name=f"{self.name}-heartbeat", daemon=True)
@@ -273,52 +414,158 @@ class Consumer:
             job = self._runq.get()
             if job is None:
                 return
-            with self._cond:
-                self._running += 1
-            out = self._handle(job)
-            with self._cond:
-                self._running -= 1
-                self._acks.append(out)
-                ring = self._parked
-                self._cond.notify_all()
-            if ring and self._parking is not None:
-                self._parking.ring()
-            elif ring:
-                try:
-                    self.queue.client.lpush(self.doorbell, "1")
-                except CONNECTION_ERRORS:
-                    pass  # the fetcher wakes at the next beat anyway
+            try:
+                self._work_one(job)
+            except BaseException as exc:
+                self._crash("worker", exc)  # the job stays leased: reaped after its lease
+                return
 
-    def _handle(self, job: Job) -> _Outcome:
+    def _work_one(self, job: Job) -> None:
+        with self._cond:
+            self._running += 1
+            self._started[job.id] = start = time.monotonic()
+        out = self._handle(job)
+        took = time.monotonic() - start
+        with self._cond:
+            self._running -= 1
+            self._started.pop(job.id, None)
+            self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
+            self._acks.append(out)
+            ring = self._parked
+            self._cond.notify_all()
+        if ring:
+            self._ring()
+
+    def _ring(self) -> None:
+        """Wake the parked fetcher: a sharded queue's local doorbell, else
+        this consumer's doorbell list in Valkey."""
+        if self._parking is not None:
+            self._parking.ring()
+            return
         try:
-            self.handler(job)
+            self.queue.client.lpush(self.doorbell, "1")
+        except Exception:  # redis-py's own errors (not mapped on this bare call)
+            pass  # the fetcher wakes at the next beat anyway
+
+    def _delay(self, job: Job, asked=None) -> int:
+        """The retry delay: the handler's ``Retry.delay_ms`` when it is a valid
+        integer, else the backoff's (else the default backoff's): a bad value
+        must cost neither the job nor a thread."""
+        if asked is not None:
+            if _valid_delay(asked):
+                return asked
+            log.warning("consumer %s: %s asked for a retry after %r ms, not an integer in [0, %d]; "
+                        "using the backoff", self.name, job.id, asked, MAX_MS)
+        try:
+            delay = self.backoff(job.attempts)
+        except Exception:
+            log.exception("consumer %s: the backoff failed; using the default", self.name)
+            delay = None
+        return delay if _valid_delay(delay) else _DEFAULT_BACKOFF(job.attempts)
+
+    def _work_loop_many(self) -> None:
+        """As ``_work_loop``, taking what is waiting (up to ``batch``) per call."""
+        stop = False
+        while not stop:
+            job = self._runq.get()
+            if job is None:
+                return
+            jobs = [job]
+            while len(jobs) < self.batch:
+                try:
+                    job = self._runq.get_nowait()
+                except _queue.Empty:
+                    break
+                if job is None:  # this thread's stop sentinel: finish the batch, then stop
+                    stop = True
+                    break
+                jobs.append(job)
+            try:
+                self._work_many(jobs)
+            except BaseException as exc:
+                self._crash("worker", exc)  # the jobs stay leased: reaped after their lease
+                return
+
+    def _work_many(self, jobs: list[Job]) -> None:
+        with self._cond:
+            self._running += len(jobs)
+            start = time.monotonic()
+            for job in jobs:
+                self._started[job.id] = start
+        outs = self._handle_many(jobs)
+        took = (time.monotonic() - start) / len(jobs)  # the adaptive prefetch wants time per job
+        with self._cond:
+            self._running -= len(jobs)
+            for job in jobs:
+                self._started.pop(job.id, None)
+            self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
+            self._acks.extend(outs)
+            ring = self._parked
+            self._cond.notify_all()
+        if ring:
+            self._ring()
+
+    def _handle_many(self, jobs: list[Job]) -> list[_Outcome]:
+        try:
+            results = list(self.handler_many(jobs))
+            if len(results) != len(jobs):
+                raise TypeError(f"handler_many returned {len(results)} results for {len(jobs)} jobs")
+        except BaseException as exc:  # the handler's failure is data, as in _handle
+            results = [exc] * len(jobs)
+        return [self._handle(job, _raiser(res)) for job, res in zip(jobs, results)]
+
+    def _handle(self, job: Job, handler=None) -> _Outcome:
+        try:
+            (handler or self.handler)(job)
         except Drop as exc:
-            return _Outcome(job, "drop", error=str(exc))
+            return _Outcome(job, "drop", error=_safe_text(exc))
         except Retry as exc:
-            delay = exc.delay_ms if exc.delay_ms is not None else self.backoff(job.attempts)
-            return _Outcome(job, "retry", delay, f"Retry: {exc}")
-        except Exception as exc:  # the handler's failure is data, not our crash
-            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            tb = traceback.format_exc(limit=8)
-            return _Outcome(job, "retry", self.backoff(job.attempts), f"{text}\n{tb}")
+            return _Outcome(job, "retry", self._delay(job, exc.delay_ms), _safe_text(exc))
+        except Cancelled as exc:
+            if job.cancelled:  # cancelled, or the lease was lost: the result would be refused
+                return _Outcome(job, "cancelled", error=_safe_text(exc))
+            return _Outcome(job, "retry", self._delay(job), _safe_text(exc))
+        except BaseException as exc:  # the handler's failure is data, not our crash
+            # (BaseException too: a handler's SystemExit would end the thread silently)
+            tb = "".join(traceback.format_tb(exc.__traceback__, limit=8))
+            return _Outcome(job, "retry", self._delay(job), f"{_safe_text(exc)}\n{tb}")
         return _Outcome(job, "complete")
 
     # -- heartbeat --------------------------------------------------------
     def _heartbeat_loop(self) -> None:
         every = self.lease_ms / 3000
+        failures = 0
         while not self._hb_stop.wait(every):
-            with self._cond:
-                held = [j for j in self._in_hand.values() if j.id not in self._lost]
-            if not held:
-                continue
             try:
-                replies = self.queue.extend_many([(j.id, j.attempts) for j in held], lease_ms=self.lease_ms)
+                self._beat()
+                failures = 0
             except CONNECTION_ERRORS:
-                continue
-            for job, reply in zip(held, replies):
-                if isinstance(reply, StaleToken) or reply == 0:
-                    with self._cond:
-                        self._lost.add(job.id)
+                continue  # leases run on; the next beat tries again
+            except Exception as exc:
+                failures += 1
+                log.exception("consumer %s: heartbeat failed (%d in a row)", self.name, failures)
+                if failures >= 3:
+                    self._crash("heartbeat", exc)
+                    return
+
+    def _beat(self) -> None:
+        """Extend every lease in hand; a refused extend (stale, gone or
+        cancelled) marks the job lost: no more extends for it, and the
+        handler sees ``job.cancelled`` (its result would be refused)."""
+        with self._cond:
+            held = [j for j in self._in_hand.values() if j.id not in self._lost]
+        if not held:
+            return
+        replies = self.queue.extend_many([(j.id, j.attempts) for j in held], lease_ms=self.lease_ms)
+        for job, reply in zip(held, replies):
+            if isinstance(reply, (StaleToken, Cancelled)) or reply == 0:
+                with self._cond:
+                    self._lost.add(job.id)
+                self.stats["lost"] += 1
+                job._cancel.set()
+                if isinstance(reply, Cancelled):
+                    log.info("consumer %s: %s was cancelled; telling its handler", self.name, job.id)
+                else:
                     log.warning("consumer %s lost the lease of %s (reaped); its result will be refused",
                                 self.name, job.id)
 
@@ -326,29 +573,11 @@ class Consumer:
     def _shutdown(self) -> int:
         """Hand back unstarted jobs, let running ones finish within the grace
         period, send the last acks. Answers how many jobs were left leased."""
-        unstarted = []
-        while True:
-            try:
-                job = self._runq.get_nowait()
-            except _queue.Empty:
-                break
-            if job is not None:
-                unstarted.append(job)
+        unstarted = self._take_unstarted()
         for _ in self._threads:
             self._runq.put(None)
         if unstarted:
-            try:
-                batch = self.queue.batch()
-                for job in unstarted:
-                    self.queue.add_release(batch, job.id, job.attempts)
-                batch.run()
-                log.info("consumer %s handed back %d unstarted jobs", self.name, len(unstarted))
-            except CONNECTION_ERRORS:
-                log.warning("consumer %s could not hand back %d jobs; the reaper will", self.name,
-                            len(unstarted))
-            with self._cond:
-                for job in unstarted:
-                    self._in_hand.pop(job.id, None)
+            self._release(unstarted)
         deadline = time.monotonic() + self.grace_ms / 1000
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -358,9 +587,37 @@ class Consumer:
                 break
             except CONNECTION_ERRORS:
                 time.sleep(0.2 * (attempt + 1))
+            except Exception as exc:
+                self._crash("fetcher (last acks)", exc)
+                break
         self._hb_stop.set()
         with self._cond:
             return len(self._in_hand)
+
+    def _take_unstarted(self) -> list[Job]:
+        unstarted = []
+        while True:
+            try:
+                job = self._runq.get_nowait()
+            except _queue.Empty:
+                break
+            if job is not None:
+                unstarted.append(job)
+        return unstarted
+
+    def _release(self, jobs: list[Job]) -> None:
+        """Hand claimed, unstarted jobs back to the queue (not an attempt)."""
+        try:
+            batch = self.queue.batch()
+            for job in jobs:
+                self.queue.add_release(batch, job.id, job.attempts)
+            batch.run()
+            log.info("consumer %s handed back %d unstarted jobs", self.name, len(jobs))
+        except CONNECTION_ERRORS:
+            log.warning("consumer %s could not hand back %d jobs; the reaper will", self.name, len(jobs))
+        with self._cond:
+            for job in jobs:
+                self._in_hand.pop(job.id, None)
 
     def _install_signals(self):
         if threading.current_thread() is not threading.main_thread():

@@ -1,13 +1,36 @@
-"""Typed errors. Scripts answer ``EMQ<CODE> message`` error replies; the queue
-maps each code to one of these classes so callers can catch what they mean."""
+"""Typed errors, and the one place redis-py's errors become ours.
+
+Scripts answer ``EMQ<CODE> message`` error replies; redis-py raises its own
+classes for a server that cannot be reached. :func:`translate` maps both to
+the tree below (one table each), so code above the core catches what it
+means (``Unavailable``, ``StaleToken``, ...) and never imports redis-py's
+exception classes:
+
+    EchoMQError
+    ├── ArgumentError (ValueError)   bad argument: refused, nothing changed
+    │   └── InvalidName              ill-formed queue name, job id or lane
+    │       └── KindError            a job id whose brand is not JOB
+    ├── StaleToken                   the token no longer holds the lease
+    ├── Cancelled                    the job was cancelled while leased
+    ├── JobNotFound (LookupError)    no row for that id
+    ├── WrongState                   the job is not in the state needed
+    └── Unavailable (redis ConnectionError)  Valkey cannot be reached
+"""
 from __future__ import annotations
+
+import redis
 
 
 class EchoMQError(Exception):
     """Base class of every EchoMQ error."""
 
 
-class InvalidName(EchoMQError, ValueError):
+class ArgumentError(EchoMQError, ValueError):
+    """A bad argument (wrong type, out of range, not finite, ill-formed):
+    refused before anything changed, in Python or by the script (``EMQARG``)."""
+
+
+class InvalidName(ArgumentError):
     """A queue name, job id or lane name is ill-formed; nothing was sent."""
 
 
@@ -22,6 +45,12 @@ class StaleToken(EchoMQError):
     changed."""
 
 
+class Cancelled(EchoMQError):
+    """The job was cancelled (``EMQCANCELLED``): the queue dropped it, and a
+    late complete, retry or extend of it is refused. ``job.check()`` raises it
+    in a handler once its worker has heard of the cancel."""
+
+
 class JobNotFound(EchoMQError, LookupError):
     """No row for that job id (``EMQNOJOB``)."""
 
@@ -30,8 +59,16 @@ class WrongState(EchoMQError):
     """The job is not in the state the operation needs (``EMQSTATE``)."""
 
 
+class Unavailable(EchoMQError, redis.exceptions.ConnectionError):
+    """Valkey could not be reached or did not answer in time.
+
+    Also a ``redis.exceptions.ConnectionError``, so code written against
+    redis-py's classes keeps catching it; new code catches this."""
+
+
 class Retry(Exception):
-    """Raised by a handler to ask for a retry, optionally after ``delay_ms``."""
+    """Raised by a handler to ask for a retry, optionally after ``delay_ms``
+    (a non-negative integer; anything else falls back to the backoff)."""
 
     def __init__(self, reason: str = "retry requested", delay_ms: int | None = None):
         super().__init__(reason)
@@ -45,17 +82,68 @@ class Drop(Exception):
         super().__init__(reason)
 
 
+# Script error codes -> our classes.
 _BY_CODE = {
+    "EMQARG": ArgumentError,
     "EMQKIND": KindError,
     "EMQSTALE": StaleToken,
+    "EMQCANCELLED": Cancelled,
     "EMQNOJOB": JobNotFound,
     "EMQSTATE": WrongState,
-    "EMQARG": InvalidName,
 }
+
+# redis-py errors that mean "the server cannot serve us now" -> Unavailable.
+# (BusyLoadingError is a ConnectionError; a read-only replica, a cluster that
+# is down or moving a slot are ResponseErrors that mean the same.)
+_UNAVAILABLE = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.MasterDownError,
+)
+
+
+# For code above the core that also calls Valkey through a plain client (a
+# leaderboard, a dashboard scan): ``except UNAVAILABLE`` catches the core's
+# Unavailable and the raw redis-py errors that mean the same, without naming
+# redis-py's classes outside this module.
+UNAVAILABLE = (Unavailable,) + _UNAVAILABLE
 
 
 def from_reply(message: str) -> Exception | None:
-    """Map a script error reply to its typed error, or None if it is not ours."""
+    """Map a script error reply to its typed error, or None if it is not ours.
+    Redis 7.0 appends ``script: <sha>, on @user_script...`` to errors raised
+    inside a script; that tail is cut off."""
     code = message.split(" ", 1)[0]
     cls = _BY_CODE.get(code)
-    return cls(message) if cls else None
+    return cls(message.split(" script: ", 1)[0]) if cls else None
+
+
+def translate(exc: BaseException) -> BaseException:
+    """The typed error for a redis-py exception (or ``exc`` itself when it is
+    already ours or not a server error we know)."""
+    if isinstance(exc, EchoMQError):
+        return exc
+    if isinstance(exc, _UNAVAILABLE):
+        return Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}")
+    if isinstance(exc, redis.exceptions.ResponseError):
+        return from_reply(str(exc)) or exc
+    return exc
+
+
+class translated:
+    """``with translated():`` re-raises redis-py errors as typed ones (the
+    original chained as ``__cause__``). Used around every call the core sends."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or not isinstance(exc, redis.exceptions.RedisError):
+            return False
+        typed = translate(exc)
+        if typed is exc:
+            return False
+        raise typed from exc

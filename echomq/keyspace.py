@@ -9,21 +9,31 @@ from __future__ import annotations
 import re
 
 from . import ids
-from .errors import InvalidName, KindError
+from .errors import ArgumentError, InvalidName, KindError
 
 QUEUE_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 SUFFIX = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 
 
+def _text(value, what: str) -> str:
+    """A name must be text: anything else (an int, None) is a wrong argument,
+    not an ill-formed name."""
+    if isinstance(value, bytes):
+        return value.decode("ascii", "replace")
+    if not isinstance(value, str):
+        raise ArgumentError(f"{what} must be a str, got {type(value).__name__} {value!r}")
+    return value
+
+
 def check_queue(q: str) -> str:
-    if not isinstance(q, str) or not QUEUE_NAME.fullmatch(q) or q == "emq":
+    q = _text(q, "queue name")
+    if not QUEUE_NAME.fullmatch(q) or q == "emq":
         raise InvalidName(f"ill-formed queue name: {q!r} (want [A-Za-z0-9._-]{{1,128}}, not 'emq')")
     return q
 
 
 def check_job_id(job_id: str) -> str:
-    if isinstance(job_id, bytes):
-        job_id = job_id.decode("ascii", "replace")
+    job_id = _text(job_id, "job id")
     if not ids.is_valid(job_id):
         raise InvalidName(f"ill-formed job id: {job_id!r}")
     if job_id[:3] != "JOB":
@@ -32,8 +42,7 @@ def check_job_id(job_id: str) -> str:
 
 
 def check_lane(lane: str) -> str:
-    if isinstance(lane, bytes):
-        lane = lane.decode("ascii", "replace")
+    lane = _text(lane, "lane")
     if not ids.is_valid(lane):
         raise InvalidName(f"ill-formed lane name: {lane!r} (lanes are branded ids)")
     return lane
@@ -99,4 +108,4 @@ def slot(key: str | bytes) -> int:
 
 
 # The fixed keys of a queue, for docs, dashboards and the one-slot test.
-SUFFIXES = ("pending", "ring", "active", "schedule", "dead", "wake", "meta", "lanes")
+SUFFIXES = ("pending", "ring", "active", "schedule", "dead", "wake", "meta", "lanes", "done", "done:rows")

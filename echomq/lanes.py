@@ -8,7 +8,7 @@ delays another lane's single job by at most one claim.
 from __future__ import annotations
 
 from . import keyspace
-from .errors import InvalidName
+from .queue import _mapped
 
 
 class Lanes:
@@ -28,15 +28,18 @@ class Lanes:
 
     def limit(self, lane: str, max_active: int | None) -> None:
         """Serve at most ``max_active`` jobs of the lane at once (None: no limit)."""
-        value = 0 if max_active is None else max_active
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InvalidName(f"lane limit must be a positive integer or None, got {max_active!r}")
-        self._op(lane, "limit", value)
+        from .queue import MAX_COUNT, check_int
 
+        if max_active is not None:
+            check_int(max_active, "lane limit", 0, MAX_COUNT)
+        self._op(lane, "limit", max_active or 0)
+
+    @_mapped
     def depth(self, lane: str) -> int:
         """Ready jobs waiting on the lane."""
         return self.queue.client.zcard(keyspace.lane_key(self.queue.name, lane))
 
+    @_mapped
     def info(self, lane: str) -> dict:
         c = self.queue.client
         meta = c.hgetall(keyspace.lane_key(self.queue.name, lane, "meta"))
@@ -45,13 +48,16 @@ class Lanes:
                 "paused": meta.get("paused") == "1",
                 "limit": int(meta["limit"]) if "limit" in meta else None}
 
+    @_mapped
     def names(self) -> list[str]:
         return sorted(m.decode() for m in self.queue.client.smembers(self.queue.k_lanes))
 
+    @_mapped
     def ring(self) -> list[str]:
         """Lanes that can be served now, in the order they will be."""
         return [m.decode() for m in self.queue.client.lrange(self.queue.k_ring, 0, -1)]
 
+    @_mapped
     def deepest(self, n: int = 10) -> list[dict]:
         """The ``n`` lanes with the most ready jobs."""
         names = self.names()

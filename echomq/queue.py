@@ -2,36 +2,53 @@
 
 A ``Queue`` is cheap: a name, a redis-py client (``redis.Redis`` or
 ``redis.cluster.RedisCluster``, created with ``decode_responses=False``) and
-the queue's key names. Names and ids are checked before anything is sent.
+the queue's key names. Every argument is checked here, against the same
+rules the scripts check again (``lua/include/args.lua``), before anything is
+sent: a bad one raises ``ArgumentError`` (``InvalidName`` for names and ids).
+Every call the queue sends maps redis-py's errors to typed ones
+(``errors.translate``): ``Unavailable`` when Valkey cannot be reached.
 """
 from __future__ import annotations
 
+import functools
+import json
 from typing import Iterable, Mapping
 
-import redis
-
 from . import ids, keyspace
-from .errors import EchoMQError, InvalidName, StaleToken, from_reply
+from .errors import ArgumentError, EchoMQError, JobNotFound, StaleToken, translated
 from .job import Job
-from .scripts import BUNDLE, Batch
+from .scripts import BUNDLE, LIMITS, Batch
 
 DEFAULT_LEASE_MS = 30_000
+MAX_MS, MAX_COUNT, MAX_BATCH = LIMITS["MAX_MS"], LIMITS["MAX_COUNT"], LIMITS["MAX_BATCH"]
+MAX_TOKEN, MAX_TEXT = LIMITS["MAX_TOKEN"], LIMITS["MAX_TEXT"]
+STATES = ("pending", "active", "scheduled", "dead", "completed")
 
 
-def _int_ms(value, what: str, *, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InvalidName(f"{what} must be an integer >= {minimum}, got {value!r}")
+def check_int(value, what: str, lo: int, hi: int) -> int:
+    """An int (not a bool, float, str, NaN or inf) in [lo, hi], else ArgumentError."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ArgumentError(f"{what} must be an integer in [{lo}, {hi}], got {type(value).__name__} {value!r}")
+    if not lo <= value <= hi:
+        raise ArgumentError(f"{what} must be in [{lo}, {hi}], got {value!r}")
     return value
+
+
+def _token(attempts) -> int:
+    return check_int(attempts, "attempts (the token)", 1, MAX_TOKEN)
 
 
 def _text(b) -> str | None:
     return b.decode() if isinstance(b, bytes) else b
 
 
-def _typed(exc: Exception) -> Exception:
-    if isinstance(exc, redis.exceptions.ResponseError):
-        return from_reply(str(exc)) or exc
-    return exc
+def _mapped(method):
+    """Run a view with redis-py's errors mapped to typed ones."""
+    @functools.wraps(method)
+    def inner(*args, **kwargs):
+        with translated():
+            return method(*args, **kwargs)
+    return inner
 
 
 class Reaped(int):
@@ -59,13 +76,7 @@ class Queue:
 
     # -- plumbing ---------------------------------------------------------
     def _run(self, name: str, keys, args):
-        try:
-            return BUNDLE[name](self.client, keys, args)
-        except redis.exceptions.ResponseError as exc:
-            typed = from_reply(str(exc))
-            if typed is None:
-                raise
-            raise typed from None
+        return BUNDLE[name](self.client, keys, args)  # raises typed errors
 
     def job_key(self, job_id: str) -> str:
         return keyspace.job_key(self.name, job_id)
@@ -75,11 +86,11 @@ class Queue:
         if isinstance(payload, str):
             payload = payload.encode()
         if not isinstance(payload, (bytes, bytearray, memoryview)):
-            raise TypeError(f"payload must be bytes or str, not {type(payload).__name__}")
+            raise ArgumentError(f"payload must be bytes or str, not {type(payload).__name__}")
         job_id = ids.mint("JOB") if job_id is None else job_id
         jk = self.job_key(job_id)  # validates shape and the JOB brand
         lane = "" if lane is None else keyspace.check_lane(lane)
-        delay = 0 if delay_ms is None else _int_ms(delay_ms, "delay_ms", minimum=0)
+        delay = 0 if delay_ms is None else check_int(delay_ms, "delay_ms", 0, MAX_MS)
         keys = (jk, self.k_pending, self.k_schedule)
         return job_id, keys, (self.prefix, job_id, bytes(payload), lane, delay)
 
@@ -99,6 +110,8 @@ class Queue:
         calls = []
         for item in items:
             if isinstance(item, Mapping):
+                if "payload" not in item:
+                    raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
                 calls.append(self._enqueue_call(item["payload"], item.get("job_id"),
                                                 item.get("lane"), item.get("delay_ms")))
             else:
@@ -109,15 +122,20 @@ class Queue:
         out = []
         for (job_id, _, _), reply in zip(calls, batch.run()):
             if isinstance(reply, Exception):
-                raise _typed(reply)
+                raise reply
             out.append((job_id, self._STATUS[reply]))
         return out
 
     # -- the lease --------------------------------------------------------
-    def _claim_call(self, n: int, lease_ms: int):
-        _int_ms(lease_ms, "lease_ms", minimum=1)
-        _int_ms(n, "n", minimum=1)
-        return (self.k_pending, self.k_active, self.k_ring, self.k_meta), (self.prefix, lease_ms, n)
+    def _claim_call(self, n: int, lease_ms: int, consumer: str | None = None):
+        check_int(lease_ms, "lease_ms", 1, MAX_MS)
+        check_int(n, "n", 1, MAX_BATCH)
+        if consumer is not None:
+            consumer = keyspace._text(consumer, "consumer")
+            if not ids.is_valid(consumer):
+                raise ArgumentError(f"consumer must be a branded id, got {consumer!r}")
+        return ((self.k_pending, self.k_active, self.k_ring, self.k_meta),
+                (self.prefix, lease_ms, n, consumer or ""))
 
     def parse_claim(self, reply) -> list[Job]:
         """The jobs in a claim reply (from a Batch with :meth:`add_claim`)."""
@@ -127,12 +145,13 @@ class Queue:
             for i in range(0, len(reply), 4)
         ]
 
-    def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> list[Job]:
-        """Lease up to ``n`` ready jobs (flat first, then lanes in turn)."""
-        return self.parse_claim(self._run("claim", *self._claim_call(n, lease_ms)))
+    def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None) -> list[Job]:
+        """Lease up to ``n`` ready jobs (flat first, then lanes in turn).
+        ``consumer`` (a branded id) is kept on the row for the job's record."""
+        return self.parse_claim(self._run("claim", *self._claim_call(n, lease_ms, consumer)))
 
-    def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS) -> Job | None:
-        jobs = self.claim_batch(1, lease_ms=lease_ms)
+    def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None) -> Job | None:
+        jobs = self.claim_batch(1, lease_ms=lease_ms, consumer=consumer)
         return jobs[0] if jobs else None
 
     def _fenced_keys(self, job_id: str):
@@ -140,44 +159,58 @@ class Queue:
 
     def complete(self, job_id: str, attempts: int) -> bool:
         """Finish a job. True when completed, False when the row was already
-        gone; raises StaleToken when ``attempts`` no longer holds the lease."""
-        return self._run("complete", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts))) == 1
+        gone; raises StaleToken when ``attempts`` no longer holds the lease,
+        Cancelled when the job was cancelled meanwhile."""
+        return self._run("complete", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts))) == 1
 
     # Adding transitions to a Batch (one round trip for many calls).
     def batch(self) -> Batch:
         return Batch(self.client)
 
     def add_complete(self, batch: Batch, job_id: str, attempts: int) -> None:
-        batch.add("complete", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts)))
+        batch.add("complete", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts)))
+
+    def _retry_args(self, job_id, attempts, delay_ms, max_attempts, error):
+        check_int(delay_ms, "delay_ms", 0, MAX_MS)
+        check_int(max_attempts, "max_attempts", 1, MAX_COUNT)
+        error = str(error)[:2000].encode("utf-8", "replace")[:MAX_TEXT]
+        keys = (self.job_key(job_id), self.k_active, self.k_schedule, self.k_dead)
+        return keys, (self.prefix, job_id, _token(attempts), delay_ms, max_attempts, error)
 
     def add_retry(self, batch: Batch, job_id: str, attempts: int, *, delay_ms: int, max_attempts: int,
                   error: str) -> None:
-        keys = (self.job_key(job_id), self.k_active, self.k_schedule, self.k_dead)
-        batch.add("retry", keys, (self.prefix, job_id, int(attempts), delay_ms, max_attempts, str(error)[:2000]))
+        batch.add("retry", *self._retry_args(job_id, attempts, delay_ms, max_attempts, error))
 
     def add_release(self, batch: Batch, job_id: str, attempts: int) -> None:
-        batch.add("release", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts)))
+        batch.add("release", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts)))
 
-    def add_claim(self, batch: Batch, n: int, *, lease_ms: int) -> None:
-        batch.add("claim", *self._claim_call(n, lease_ms))
+    def add_claim(self, batch: Batch, n: int, *, lease_ms: int, consumer: str | None = None) -> None:
+        batch.add("claim", *self._claim_call(n, lease_ms, consumer))
 
     def add_complete_batch(self, batch: Batch, pairs) -> None:
         """Add one ``complete_batch`` call for many (job_id, token) pairs."""
         args = [self.prefix]
         for job_id, attempts in pairs:
-            keyspace.check_job_id(job_id)
-            args += (job_id, int(attempts))
+            args += (keyspace.check_job_id(job_id), _token(attempts))
+        if not 1 <= (len(args) - 1) // 2 <= MAX_BATCH:
+            raise ArgumentError(f"complete_batch takes 1 to {MAX_BATCH} jobs, got {(len(args) - 1) // 2}")
         batch.add("complete_batch", (self.k_active, self.k_meta), args)
 
     @staticmethod
     def batch_answers(reply) -> list:
-        """complete_batch's codes as complete_many answers them."""
-        return [True if code == 1 else False if code == 0 else StaleToken("EMQSTALE token does not hold the job")
+        """complete_batch's codes as complete_many answers them: True
+        (completed), False (gone), or a StaleToken / Cancelled instance."""
+        from .errors import Cancelled
+
+        return [True if code == 1 else False if code == 0
+                else Cancelled("EMQCANCELLED the job was cancelled") if code == -2
+                else StaleToken("EMQSTALE token does not hold the job")
                 for code in reply]
 
     def complete_many(self, pairs: Iterable[tuple[str, int]]) -> list:
         """Complete many jobs in one script call. Each answer is True
-        (completed), False (gone) or a StaleToken instance (nothing changed)."""
+        (completed), False (gone) or a StaleToken / Cancelled instance
+        (not completed)."""
         pairs = list(pairs)
         if not pairs:
             return []
@@ -185,49 +218,61 @@ class Queue:
         self.add_complete_batch(batch, pairs)
         reply = batch.run()[0]
         if isinstance(reply, Exception):
-            raise _typed(reply)
+            raise reply
         return self.batch_answers(reply)
+
+    _GONE = 0  # every fenced script's "no such row" reply (lua/include/replies.lua)
 
     def retry(self, job_id: str, attempts: int, *, delay_ms: int = 0, max_attempts: int = 3,
               error: str = "") -> str:
         """Fail a job: ``"scheduled"`` to run again after ``delay_ms``, or
         ``"dead"`` once it has had ``max_attempts``; ``"gone"`` if no row."""
-        _int_ms(delay_ms, "delay_ms", minimum=0)
-        _int_ms(max_attempts, "max_attempts", minimum=1)
-        batch = self.batch()
-        self.add_retry(batch, job_id, attempts, delay_ms=delay_ms, max_attempts=max_attempts, error=error)
-        reply = batch.run()[0]
-        if isinstance(reply, Exception):
-            raise _typed(reply)
-        return _text(reply)
+        reply = self._run("retry", *self._retry_args(job_id, attempts, delay_ms, max_attempts, error))
+        return "gone" if reply == self._GONE else _text(reply)
+
+    def _extend_args(self, job_id, attempts, lease_ms):
+        return self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), lease_ms)
 
     def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
-        """Heartbeat: the new lease deadline (server ms), 0 if the row is gone."""
-        _int_ms(lease_ms, "lease_ms", minimum=1)
-        return self._run("extend", self._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
+        """Heartbeat: the new lease deadline (server ms), 0 if the row is gone.
+        Raises Cancelled when the job was cancelled (it is dropped now)."""
+        check_int(lease_ms, "lease_ms", 1, MAX_MS)
+        return self._run("extend", *self._extend_args(job_id, attempts, lease_ms))
 
     def extend_many(self, pairs: Iterable[tuple[str, int]], *, lease_ms: int) -> list:
         """Extend many leases in one round trip; answers as :meth:`extend`,
-        with StaleToken instances in place of raising."""
-        _int_ms(lease_ms, "lease_ms", minimum=1)
+        with StaleToken / Cancelled instances in place of raising."""
+        check_int(lease_ms, "lease_ms", 1, MAX_MS)
         batch = self.batch()
         for job_id, attempts in pairs:
-            batch.add("extend", self._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
-        return [_typed(r) if isinstance(r, Exception) else r for r in batch.run()]
+            batch.add("extend", *self._extend_args(job_id, attempts, lease_ms))
+        return batch.run()
 
     def release(self, job_id: str, attempts: int) -> bool:
         """Hand back an unstarted job: ready again, not counted as an attempt."""
-        return self._run("release", self._fenced_keys(job_id), (self.prefix, job_id, int(attempts))) == 1
+        return self._run("release", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts))) == 1
+
+    def cancel(self, job_id: str) -> str:
+        """Cancel a job: ``"cancelled"`` when it was pending or scheduled (it is
+        gone now); ``"cancelling"`` when it is leased: it is marked, its worker
+        hears of it at its next heartbeat (``job.cancelled``), and its late
+        complete is refused. JobNotFound when there is no row, WrongState for
+        a dead job."""
+        keys = (self.job_key(job_id), self.k_pending, self.k_schedule)
+        return _text(self._run("cancel", keys, (self.prefix, job_id)))
 
     # -- maintenance ------------------------------------------------------
     def reap(self, *, max_stalls: int = 2, limit: int = 1000) -> Reaped:
         """Return expired leases to their ready sets; dead-letter jobs that
         stalled more than ``max_stalls`` times. One bounded pass."""
+        check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
+        check_int(limit, "limit", 1, MAX_BATCH)
         returned, dead = self._run("reap", (self.k_active, self.k_dead), (self.prefix, max_stalls, limit))
         return Reaped(returned, dead)
 
     def promote(self, *, limit: int = 1000) -> int:
         """Move due scheduled jobs to their ready sets. One bounded pass."""
+        check_int(limit, "limit", 1, MAX_BATCH)
         return self._run("promote", (self.k_schedule,), (self.prefix, limit))
 
     def pause(self) -> None:
@@ -244,7 +289,7 @@ class Queue:
         """Delete a job wherever it is; answers the state it was in, or None."""
         keys = (self.job_key(job_id), self.k_pending, self.k_active, self.k_schedule, self.k_dead)
         reply = self._run("remove", keys, (self.prefix, job_id))
-        return None if reply == 0 else _text(reply)
+        return None if reply == self._GONE else _text(reply)
 
     @property
     def lanes(self):
@@ -254,7 +299,7 @@ class Queue:
 
     # -- views ------------------------------------------------------------
     _COUNT_FIELDS = ("pending", "active", "scheduled", "dead", "completed", "dead_total",
-                     "lanes", "ring", "paused")
+                     "lanes", "ring", "paused", "cancelled", "retained")
 
     def counts(self) -> dict:
         keys = (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta,
@@ -264,6 +309,7 @@ class Queue:
         out["paused"] = bool(out["paused"])
         return out
 
+    @_mapped
     def job(self, job_id: str) -> dict | None:
         """The job's row (payload as bytes, numbers as ints) with its lease
         deadline or run-at time when it has one; None when there is no row."""
@@ -278,8 +324,8 @@ class Queue:
         for k, v in row.items():
             k = k.decode()
             out[k] = v if k == "payload" else v.decode(errors="replace")
-        for k in ("attempts", "base", "stalled", "created", "died"):
-            if k in out:
+        for k in ("attempts", "base", "stalled", "created", "died", "claimed"):
+            if out.get(k):
                 out[k] = int(out[k])
         if deadline is not None:
             out["lease_deadline"] = int(deadline)
@@ -294,28 +340,36 @@ class Queue:
     def _rows(self, pairs, score_name: str) -> list[dict]:
         pipe = self.client.pipeline(transaction=False)
         for job_id, _ in pairs:
-            pipe.hmget(self.job_key(job_id), "attempts", "lane", "last_error", "stalled")
+            pipe.hmget(self.job_key(job_id), "attempts", "lane", "last_error", "stalled", "claimed",
+                       "consumer", "created")
         out = []
-        for (job_id, score), (att, lane, err, stalled) in zip(pairs, pipe.execute()):
+        for (job_id, score), (att, lane, err, stalled, claimed, consumer, created) in zip(pairs, pipe.execute()):
             out.append({"id": job_id, score_name: score, "attempts": int(att or 0),
-                        "lane": _text(lane), "last_error": _text(err), "stalled": int(stalled or 0)})
+                        "lane": _text(lane), "last_error": _text(err), "stalled": int(stalled or 0),
+                        "claimed": int(claimed) if claimed else None, "consumer": _text(consumer) or None,
+                        "enqueued": int(created) if created else None})
         return out
 
+    @_mapped
     def dead_jobs(self, limit: int = 100) -> list[dict]:
         """Dead-lettered jobs, newest first, with their last error."""
         return self._rows(self._listing(self.k_dead, limit, True), "died")
 
+    @_mapped
     def active_jobs(self, limit: int = 100) -> list[dict]:
         """Leased jobs, soonest deadline first."""
         return self._rows(self._listing(self.k_active, limit, False), "lease_deadline")
 
+    @_mapped
     def scheduled_jobs(self, limit: int = 100) -> list[dict]:
         """Delayed and retrying jobs, soonest first."""
         return self._rows(self._listing(self.k_schedule, limit, False), "run_at")
 
+    @_mapped
     def pending_ids(self, limit: int = 100) -> list[str]:
         return [m.decode() for m in self.client.zrange(self.k_pending, 0, limit - 1)]
 
+    @_mapped
     def per_minute(self, minutes: int = 60) -> list[dict]:
         """Completed and dead counts for each of the last ``minutes`` minutes
         (server clock), oldest first."""
@@ -328,14 +382,79 @@ class Queue:
         return [{"minute": m, "completed": int(c or 0), "dead": int(d or 0)}
                 for m, (c, d) in zip(span, pipe.execute())]
 
+    # -- retention (lua/include/keep.lua) ------------------------------------
+    def set_retention(self, *, completed: int | None = None, completed_ms: int | None = None,
+                      dead: int | None = None, dead_ms: int | None = None) -> None:
+        """Bound the records kept: the last ``completed`` completed jobs no
+        older than ``completed_ms``, and dead jobs up to ``dead`` no older than
+        ``dead_ms`` (older dead jobs are deleted). None leaves a bound as it is."""
+        fields = {}
+        for field, value, lo, hi in (("keep_completed", completed, 0, MAX_COUNT),
+                                     ("keep_completed_ms", completed_ms, 1, MAX_MS),
+                                     ("keep_dead", dead, 0, MAX_COUNT),
+                                     ("keep_dead_ms", dead_ms, 1, MAX_MS)):
+            if value is not None:
+                fields[field] = check_int(value, field[5:], lo, hi)
+        if fields:
+            with translated():
+                self.client.hset(self.k_meta, mapping=fields)
+
+    @staticmethod
+    def _record(job_id, raw) -> dict:
+        rec = json.loads(raw)
+        return {"id": _text(job_id), "state": "completed", "attempts": rec["attempts"],
+                "lane": rec["lane"] or None, "consumer": rec["consumer"] or None,
+                "enqueued": rec["enqueued"], "claimed": rec["claimed"], "finished": rec["finished"],
+                "duration_ms": rec["finished"] - rec["claimed"], "last_error": None, "cancelling": False,
+                "lease_deadline": None, "run_at": None, "payload": None}
+
+    @_mapped
+    def completed_jobs(self, limit: int = 100) -> list[dict]:
+        """The most recently completed jobs, newest first: id, state
+        ('completed'), attempts, lane, consumer, enqueued, claimed, finished
+        (server ms) and duration_ms (finished - claimed)."""
+        check_int(limit, "limit", 1, MAX_BATCH)
+        job_ids = self.client.zrevrange(self.prefix + "done", 0, limit - 1)
+        if not job_ids:
+            return []
+        raws = self.client.hmget(self.prefix + "done:rows", job_ids)
+        return [self._record(jid, raw) for jid, raw in zip(job_ids, raws) if raw is not None]
+
+    @_mapped
+    def find(self, job_id: str) -> dict | None:
+        """Any job by id, wherever it is: its row while it is pending, active,
+        scheduled or dead, its record once completed (while retained); None
+        when there is neither. Every answer has the same keys: id, state,
+        attempts, lane, consumer, enqueued, claimed, finished, duration_ms,
+        last_error (None where they do not apply), and ``cancelling`` for an
+        active job an operator cancelled."""
+        row = self.job(job_id)
+        if row is None:
+            raw = self.client.hget(self.prefix + "done:rows", job_id)
+            return None if raw is None else self._record(job_id, raw)
+        claimed = int(row["claimed"]) if row.get("claimed") else None
+        finished = row.get("died")
+        return {
+            "id": job_id, "state": row["state"], "attempts": row.get("attempts", 0),
+            "lane": row.get("lane") or None, "consumer": row.get("consumer") or None,
+            "enqueued": row.get("created"), "claimed": claimed, "finished": finished,
+            "duration_ms": None, "last_error": row.get("last_error"),
+            "cancelling": row.get("cancel") == "1",
+            "lease_deadline": row.get("lease_deadline"), "run_at": row.get("run_at"),
+            "payload": row.get("payload"),
+        }
+
+    @_mapped
     def server_time_ms(self) -> int:
         secs, micros = self.client.time()
         return int(secs) * 1000 + int(micros) // 1000
 
+    @_mapped
     def keys(self) -> list[str]:
         """Every key of this queue that exists now (SCAN; for tests and tools)."""
         return sorted(k.decode() for k in self.client.scan_iter(match=self.prefix.replace("{", "\\{").replace("}", "\\}") + "*", count=1000))
 
+    @_mapped
     def wait_for_work(self, timeout_s: float) -> bool:
         """Park on the wake list (BLPOP) for up to ``timeout_s``; True if woken."""
         return self.client.blpop([self.k_wake], timeout=timeout_s) is not None

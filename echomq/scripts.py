@@ -4,7 +4,10 @@ Each script's text is assembled at import (``--- @include "name"`` pulls in
 ``lua/include/name.lua`` once), so its SHA1 is known before any connection
 exists. Calls go out as EVALSHA; a NOSCRIPT reply (a restarted or flushed
 server) loads the script and tries again, which is safe because a script that
-was not found did not run.
+was not found did not run. Errors come back typed (``errors.translate``).
+
+The argument limits are named once, in ``lua/include/args.lua`` and
+``keep.lua``; :data:`LIMITS` reads them from there for the Python checks.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import re
 from pathlib import Path
 
 import redis
+
+from .errors import translate, translated
 
 LUA_DIR = Path(__file__).resolve().parent.parent / "lua"
 _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.M)
@@ -39,11 +44,12 @@ class Script:
         self.sha = hashlib.sha1(source.encode()).hexdigest()
 
     def __call__(self, client, keys, args):
-        try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            client.script_load(self.source)
-            return client.evalsha(self.sha, len(keys), *keys, *args)
+        with translated():
+            try:
+                return client.evalsha(self.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                client.script_load(self.source)
+                return client.evalsha(self.sha, len(keys), *keys, *args)
 
     def __repr__(self) -> str:
         return f"<Script {self.name} {self.sha[:10]}>"
@@ -55,16 +61,24 @@ def load(name: str) -> Script:
 
 NAMES = (
     "enqueue", "claim", "complete", "complete_batch", "retry", "extend", "release",
-    "reap", "promote", "requeue", "remove", "lane", "pause", "counts",
+    "reap", "promote", "requeue", "remove", "cancel", "lane", "pause", "counts",
 )
 BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
+
+_LIMIT = re.compile(r"^local ((?:MAX|KEEP)_[A-Z_]+) = (\d+)", re.M)
+LIMITS: dict[str, int] = {
+    name: int(value)
+    for inc in ("args", "keep")
+    for name, value in _LIMIT.findall((LUA_DIR / "include" / f"{inc}.lua").read_text())
+}
 
 
 class Batch:
     """Script calls sent together in one pipelined round trip.
 
-    Reply errors come back as exception objects in place of results. Calls
-    answered NOSCRIPT did not run: the bundle is loaded and just those calls
+    Reply errors come back as typed exception objects (StaleToken,
+    ArgumentError, ...) in place of results; a server that cannot be reached
+    raises Unavailable. Calls answered NOSCRIPT did not run: the bundle is loaded and just those calls
     are sent again, in order. Works on ``redis.Redis`` and ``RedisCluster``
     (EVALSHA goes through execute_command, which the cluster routes by key).
     """
@@ -94,11 +108,12 @@ class Batch:
     def run(self) -> list:
         if not self.calls:
             return []
-        results = self._send(self.calls)
-        missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
-        if missing:
-            for script in BUNDLE.values():
-                self.client.script_load(script.source)
-            for i, r in zip(missing, self._send([self.calls[i] for i in missing])):
-                results[i] = r
-        return results
+        with translated():
+            results = self._send(self.calls)
+            missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
+            if missing:
+                for script in BUNDLE.values():
+                    self.client.script_load(script.source)
+                for i, r in zip(missing, self._send([self.calls[i] for i in missing])):
+                    results[i] = r
+        return [translate(r) if isinstance(r, Exception) else r for r in results]

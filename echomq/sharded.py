@@ -48,12 +48,21 @@ try:  # the typed "Valkey unavailable" error, where the core has one
     from .errors import Unavailable
 except ImportError:
     Unavailable = redis.exceptions.ConnectionError
-from .queue import DEFAULT_LEASE_MS, Queue, Reaped, _typed
+from .errors import from_reply
+from .queue import DEFAULT_LEASE_MS, Queue, Reaped
 from .scripts import Batch
 
 log = logging.getLogger("echomq.sharded")
 
 MAX_SHARDS = 1024
+
+
+def _typed(exc):
+    """A script's error reply as its typed error (others unchanged)."""
+    if isinstance(exc, redis.exceptions.ResponseError):
+        return from_reply(str(exc)) or exc
+    return exc
+
 CLAIM_CHUNK = 32  # slots per shard asked in one claim cycle (see _plan)
 
 
@@ -246,10 +255,10 @@ class ShardedQueue:
         share, extra = divmod(n, len(hot))
         return [(i, share + (1 if k < extra else 0)) for k, i in enumerate(hot)]
 
-    def add_claim(self, batch: ShardedBatch, n: int, *, lease_ms: int) -> None:
+    def add_claim(self, batch: ShardedBatch, n: int, *, lease_ms: int, **kw) -> None:
         parts = []
         for i, ask in self._plan(n):
-            parts.append((batch.part(lambda b, s=self.shards[i], k=ask: s.add_claim(b, k, lease_ms=lease_ms)),
+            parts.append((batch.part(lambda b, s=self.shards[i], k=ask: s.add_claim(b, k, lease_ms=lease_ms, **kw)),
                           (i, ask)))
 
         def combine(replies):
@@ -372,7 +381,7 @@ class ShardedQueue:
         batch = Batch(self.client)
         for job_id, attempts in pairs:
             shard = self.locate(job_id)
-            batch.add("extend", shard._fenced_keys(job_id), (job_id, int(attempts), lease_ms))
+            batch.add("extend", *shard._extend_args(job_id, attempts, lease_ms))
         return [_typed(r) if isinstance(r, Exception) else r for r in batch.run()]
 
     # -- maintenance -------------------------------------------------------------

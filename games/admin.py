@@ -10,6 +10,7 @@ Each round's leaderboard page reads Valkey and can rebuild it from the
 database."""
 from datetime import timedelta
 
+import echomq
 import redis
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -154,7 +155,7 @@ class RoundAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(request.path)
         try:
             standings, matches = leaderboard.top(rnd.pk, 100), leaderboard.live(rnd.pk) == leaderboard.from_db(rnd.pk)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        except echomq.UNAVAILABLE as exc:
             self.message_user(request, f"Valkey did not answer ({exc}); showing the database's standings.",
                               messages.ERROR)
             standings, matches = leaderboard.standings_from_db(rnd.pk)[:100], None

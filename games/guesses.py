@@ -8,25 +8,47 @@ guess will be scored: by the job enqueued on commit, or -- if Valkey was
 unreachable then -- by the job the reaper's relay enqueues later under the
 same JOB id, which the queue deduplicates).
 
+The transaction is four statements between BEGIN and COMMIT, none of them a
+read-then-write:
+
+1. the round and this player's locks on it, in one SELECT that share-locks
+   the round row (``FOR KEY SHARE`` on PostgreSQL). Settlement and voiding
+   take ``FOR UPDATE`` on that row, so a submit either commits before they
+   look at the round's guesses or sees the round closed; submits do not
+   block each other. (SQLite runs one writing transaction at a time.)
+2. the charge: ``UPDATE wallet … WHERE balance >= price RETURNING`` (it
+   row-locks the wallet; no row means not enough funds),
+3. the ledger row,
+4. the guess. Its unique constraints make the database the judge of the
+   two things that would otherwise need a read under the wallet lock: the
+   same idempotency key twice for one player and round (the second insert
+   fails, its whole transaction -- charge included -- rolls back, and the
+   first guess is the answer), and an exact repeat of the player's earlier
+   guess (refused, nothing charged).
+
 The payload names the guess and the round, never the secret; the worker
 reads the secret from the database.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+from collections import Counter
 from datetime import timedelta
 from functools import partial
 from typing import Sequence
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
-from .errors import NotEnoughFunds, OffKeyboard, RoundClosed, RoundExpired, RoundNotFound, SubmitError, WrongLength
-from .models import Guess, LedgerEntry, Player, Round
+from .rows import insert_row
+from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
+                     RoundNotFound, SubmitError, WrongLength)
+from .models import Guess, LedgerEntry, Lock, Player, Round
 
 log = logging.getLogger("games.guesses")
 
@@ -44,71 +66,103 @@ def payload(guess: Guess) -> bytes:
     return _payload(guess.id, guess.round_id)
 
 
-def _existing(player_id: str, key: str | None) -> Guess | None:
+def fingerprint(emojis: Sequence[str]) -> str:
+    """What ``Guess.fingerprint`` holds: a digest of the final emojis."""
+    return hashlib.blake2b("\x1e".join(emojis).encode(), digest_size=16).hexdigest()
+
+
+def _existing(player_id: str, round_id: str, key: str | None) -> Guess | None:
     if key is None:
         return None
-    return Guess.objects.filter(player_id=player_id, idempotency_key=key).first()
+    return Guess.objects.filter(player_id=player_id, round_id=round_id, idempotency_key=key).first()
 
 
 def submit(player: Player, round: Round | str, emojis: Sequence[str], *,
            idempotency_key: str | None = None) -> Guess:
     """Submit a guess; raises a ``SubmitError`` subclass (and changes
-    nothing) when refused. With an ``idempotency_key`` a repeated call
-    returns the first guess and charges nothing more."""
-    if idempotency_key is not None and (not isinstance(idempotency_key, str) or
-                                        not 0 < len(idempotency_key) <= MAX_KEY_LENGTH):
+    nothing) when refused. With an ``idempotency_key`` a repeated call for
+    the same round returns the first guess and charges nothing more."""
+    key = idempotency_key
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH):
         raise SubmitError("The idempotency key must be 1 to 64 characters.")
-    first = _existing(player.pk, idempotency_key)
-    if first is not None:
-        return first
     if isinstance(emojis, (str, bytes)):
         raise TypeError("emojis must be a sequence of emoji strings, not one string")
     sent = list(emojis)
-    if len(sent) != engine.SIZE:
-        raise WrongLength(len(sent))
     round_id = round.pk if isinstance(round, Round) else round
     try:
+        if len(sent) != engine.SIZE:
+            raise WrongLength(len(sent))
         with transaction.atomic():
-            guess = _submit_locked(player, round_id, sent, idempotency_key)
+            guess = _submit_in_transaction(player.pk, round_id, sent, key)
     except IntegrityError:
-        # Two requests with one key raced past the check: the loser's whole
-        # transaction (its charge included) rolled back; answer the winner.
-        first = _existing(player.pk, idempotency_key)
-        if first is None:
-            raise
-        return first
+        # A guess with this key (a double click, or two racing requests: the
+        # loser waited on the wallet row, then its insert failed) or with
+        # these very emojis is there already; this transaction rolled back.
+        first = _existing(player.pk, round_id, key)
+        if first is not None:
+            return first
+        final = _final_if_repeated(player.pk, round_id, sent)
+        if final is not None:
+            raise RepeatedGuess(final) from None
+        raise
+    except SubmitError:
+        first = _existing(player.pk, round_id, key)  # a replay answers as the first time did
+        if first is not None:
+            return first
+        raise
+    transaction.on_commit(partial(enqueue, guess))
     return guess
 
 
-def _submit_locked(player: Player, round_id: str, sent: list[str], key: str | None) -> Guess:
-    # Locking the round row orders submissions against settlement: once a
-    # round is closed no later transaction can add a guess to it.
-    rnd = Round.objects.select_for_update().filter(pk=round_id).first()
+def _round_and_locks(player_id: str, round_id: str) -> tuple[Round | None, dict[int, str]]:
+    """Statement 1: the round (share-locked until the transaction ends) and
+    the player's locks on it."""
+    qn = connection.ops.quote_name
+    lock_of = " FOR KEY SHARE OF r" if connection.vendor == "postgresql" else ""
+    sql = (f"SELECT r.*, l.{qn('position')} AS lock_position, l.{qn('emoji')} AS lock_emoji "
+           f"FROM {qn(Round._meta.db_table)} r LEFT JOIN {qn(Lock._meta.db_table)} l "
+           f"ON l.{qn('round_id')} = r.{qn('id')} AND l.{qn('player_id')} = %s "
+           f"WHERE r.{qn('id')} = %s{lock_of}")
+    rows = list(Round.objects.raw(sql, [player_id, round_id]))
+    if not rows:
+        return None, {}
+    return rows[0], {r.lock_position: r.lock_emoji for r in rows if r.lock_position is not None}
+
+
+def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess:
+    rnd, my_locks = _round_and_locks(player_id, round_id)
     if rnd is None:
         raise RoundNotFound(round_id)
     if rnd.status != Round.Status.OPEN:
         raise RoundClosed(rnd.status)
-    if timezone.now() >= rnd.ends_at:
+    if not rnd.is_open:
         raise RoundExpired()
     keyboard = set(rnd.keyboard)
     off = list(dict.fromkeys(e for e in sent if not isinstance(e, str) or e not in keyboard))
     if off:
         raise OffKeyboard([str(e) for e in off])
-    final = locks.overlay(sent, locks.locks_for(player.pk, rnd.pk))
-    w = wallet.lock_wallet(player)
-    again = _existing(player.pk, key)  # re-read under the wallet lock
-    if again is not None:
-        return again
-    price = rnd.guess_price
-    if w.balance(rnd.currency) < price:
-        raise NotEnoughFunds(rnd.currency, price, w.balance(rnd.currency))
-    guess = Guess(player=player, round=rnd, idempotency_key=key, emojis_sent=sent, emojis_final=final,
-                  currency=rnd.currency, price=price)
-    guess.save(force_insert=True)
-    if price:
-        wallet.apply(player, rnd.currency, -price, LedgerEntry.Reason.GUESS, guess.id, wallet=w)
-    transaction.on_commit(partial(enqueue, guess))
+    final = locks.overlay(sent, my_locks)
+    twice = [e for e, n in Counter(final).items() if n > 1]
+    if twice:
+        raise RepeatedEmoji(twice)
+    guess = Guess(player_id=player_id, round=rnd, idempotency_key=key, emojis_sent=sent, emojis_final=final,
+                  currency=rnd.currency, price=rnd.guess_price, fingerprint=fingerprint(final))
+    if guess.price:
+        try:
+            wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id)
+        except wallet.InsufficientFunds as short:
+            raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
+    insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
     return guess
+
+
+def _final_if_repeated(player_id: str, round_id: str, sent: list[str]) -> list[str] | None:
+    """After a unique-constraint refusal with no key match: the final emojis
+    if the player has made this exact guess in the round before."""
+    final = locks.overlay(sent, locks.locks_for(player_id, round_id))
+    if Guess.objects.filter(player_id=player_id, round_id=round_id, fingerprint=fingerprint(final)).exists():
+        return final
+    return None
 
 
 def enqueue(guess: Guess) -> str | None:

@@ -62,6 +62,28 @@ def record(round_id: str, player_id: str, guess_id: str, total: int, client=None
     client.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
 
 
+def record_many(scored, client=None, *, counters: dict[str, int] | None = None, stats_key: str = "") -> None:
+    """Apply many scored guesses ``(round_id, player_id, guess_id, total)``
+    in one pipeline: one ``ZADD GT`` per round with each player's best of
+    the batch, and the ``counters`` as ``HINCRBY``s on ``stats_key`` in the
+    same round trip."""
+    client = client or get_client()
+    best: dict[str, dict[str, int]] = {}
+    for round_id, player_id, guess_id, total in scored:
+        score = composite(total, offset_ms(guess_id, round_id))
+        members = best.setdefault(round_id, {})
+        if score > members.get(player_id, -1):
+            members[player_id] = score
+    pipe = client.pipeline(transaction=False)
+    for round_id, members in best.items():
+        pipe.zadd(key(round_id), members, gt=True)
+    for field, n in (counters or {}).items():
+        if n:
+            pipe.hincrby(stats_key, field, n)
+    if len(pipe):
+        pipe.execute()
+
+
 @dataclass(frozen=True)
 class Standing:
     rank: int

@@ -212,7 +212,8 @@ class Guess(models.Model):
     job_id = BrandedIdField("JOB", unique=True)
     player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="guesses")
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="guesses")
-    idempotency_key = models.CharField(max_length=64, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=64, null=True, blank=True,
+                                       help_text="one per player and round: a repeated key answers the first guess")
     emojis_sent = models.JSONField()
     emojis_final = models.JSONField(help_text="after the player's locks")
     currency = models.CharField(max_length=8, choices=Currency.choices)
@@ -222,13 +223,18 @@ class Guess(models.Model):
     breakdown = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     scored_at = models.DateTimeField(null=True, blank=True)
+    # A digest of emojis_final, unique per player and round, so the database
+    # refuses a player's exact repeat of an earlier guess (null on guesses
+    # made before this column existed).
+    fingerprint = models.CharField(max_length=32, null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["id"]
         verbose_name_plural = "guesses"
         indexes = [models.Index(fields=["status", "created_at"]), models.Index(fields=["round", "status"])]
         constraints = [
-            models.UniqueConstraint(fields=["player", "idempotency_key"], name="guess_idempotency_key"),
+            models.UniqueConstraint(fields=["player", "round", "idempotency_key"], name="guess_idempotency_key"),
+            models.UniqueConstraint(fields=["player", "round", "fingerprint"], name="guess_not_repeated"),
         ]
 
     def __str__(self) -> str:

@@ -1,17 +1,75 @@
-"""Players: one per user, created together with an empty wallet."""
+"""Players: one per user, created together with an empty wallet.
+
+Every signed-in request needs the user and the player. Both rarely change,
+so both are served from the cache (``settings.CACHES``, on Valkey) and read
+from the database only on a miss: the user by ``CachedModelBackend``, the
+player by ``ensure_player``. A saved or deleted user (a password change, a
+deactivation, a login's ``last_login``) drops its cached copy at once; the
+short ``CACHE_SECONDS`` bounds what a change that bypasses ``save()`` (a
+queryset ``update()``) can leave stale. Permissions are never cached: the
+cached user is the bare row, and ``has_perm`` reads the grants per request.
+"""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 
 from .models import Player, Wallet
+
+CACHE_SECONDS = 120
+
+
+def _user_key(user_id) -> str:
+    return f"user:{user_id}"
+
+
+def _player_key(user_id) -> str:
+    return f"player-of:{user_id}"
+
+
+class CachedModelBackend(ModelBackend):
+    """Django's ModelBackend with ``get_user`` (run on every request) served
+    from the cache."""
+
+    def get_user(self, user_id):
+        # One round trip for both: the player comes along for ensure_player.
+        found = cache.get_many([_user_key(user_id), _player_key(user_id)])
+        user = found.get(_user_key(user_id))
+        if user is None:
+            user = super().get_user(user_id)
+            if user is not None:
+                cache.set(_user_key(user_id), user, CACHE_SECONDS)
+        if user is not None and _player_key(user_id) in found:
+            user._cached_player = found[_player_key(user_id)]
+        return user if self.user_can_authenticate(user) else None
+
+
+def _forget_user(sender, instance, **kwargs) -> None:
+    cache.delete_many([_user_key(instance.pk), _player_key(instance.pk)])
+
+
+def _forget_player(sender, instance, **kwargs) -> None:
+    cache.delete(_player_key(instance.user_id))
+
+
+post_save.connect(_forget_user, sender=get_user_model(), dispatch_uid="games.players.forget_user_saved")
+post_delete.connect(_forget_user, sender=get_user_model(), dispatch_uid="games.players.forget_user_deleted")
+post_delete.connect(_forget_player, sender=Player, dispatch_uid="games.players.forget_player")
 
 
 def ensure_player(user) -> Player:
     """The user's player, created (with its wallet) on first use."""
-    with transaction.atomic():
-        player, _ = Player.objects.get_or_create(user=user)
-        Wallet.objects.get_or_create(player=player)
+    player = getattr(user, "_cached_player", None) or cache.get(_player_key(user.pk))
+    if player is None:
+        with transaction.atomic():
+            player, _ = Player.objects.get_or_create(user=user)
+            Wallet.objects.get_or_create(player=player)
+        player = Player(id=player.pk, user_id=user.pk, created_at=player.created_at)  # the bare row
+        cache.set(_player_key(user.pk), player, CACHE_SECONDS)
+    player.user = user  # no query for player.user
     return player
 
 

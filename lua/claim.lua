@@ -13,26 +13,38 @@ KEYS[4] meta             emq:{q}:meta
 ARGV[1] P                emq:{q}:
 ARGV[2] lease_ms
 ARGV[3] n                how many jobs at most
+ARGV[4] consumer         the claiming consumer's CSR id, or '' (kept on the row
+                         with the claim time, for the completed-job record)
 
 Reply: a flat array, four entries per job: id, payload, token, lane ('' if
 flat). Empty when nothing is ready or the queue is paused.
+Errors: EMQARG for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
 --- @include "lanes"
 --- @include "chunks"
 
-local P = ARGV[1]
-local lease = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
+arg_count(4)
+local P = arg_prefix(ARGV[1])
+local lease = arg_int(ARGV[2], 'lease_ms', 1, MAX_MS)
+local n = arg_int(ARGV[3], 'n', 1, MAX_BATCH)
+local consumer = ARGV[4]
+if consumer ~= '' then arg_id(consumer, 'consumer') end
+arg_key(1, P .. 'pending')
+arg_key(2, P .. 'active')
+arg_key(3, P .. 'ring')
+arg_key(4, P .. 'meta')
 if redis.call('HGET', KEYS[4], 'paused') == '1' then return {} end
 
-local deadline = now_ms() + lease
+local now = now_ms()
+local deadline = now + lease
 local out, leases = {}, {}
 
 local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
   local token = redis.call('HINCRBY', jk, 'attempts', 1)
-  redis.call('HSET', jk, 'state', 'active')
+  redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'consumer', consumer)
   leases[#leases + 1] = deadline
   leases[#leases + 1] = id
   out[#out + 1] = id

@@ -6,17 +6,27 @@ ARGV[1] P                emq:{q}:
 ARGV[2] id
 ARGV[3] token            the attempts value the claim answered
 
-Replies: 1 completed (row deleted, counted), 0 gone (no such row; nothing to do).
-Errors:  EMQSTALE when the token no longer holds the lease (nothing changed).
+Replies: 1 completed (row deleted, counted, a record kept), 0 gone (no such row).
+Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
+         EMQCANCELLED when the job was cancelled (dropped, not completed);
+         EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
+--- @include "replies"
 --- @include "finish"
 --- @include "stats"
 
-local P, id = ARGV[1], ARGV[2]
-local codes, completed = finish(P, {id}, {ARGV[3]})
-if codes[1] == -1 then
-  return redis.error_reply('EMQSTALE token ' .. ARGV[3] .. ' does not hold ' .. id)
-end
-if completed > 0 then count(P, 'completed', now_ms(), completed) end
+arg_count(3)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'active')
+
+local now = now_ms()
+local codes, completed = finish(P, {id}, {ARGV[3]}, now)
+if codes[1] == -1 then return stale_reply(id, ARGV[3]) end
+if codes[1] == -2 then return cancelled_reply(id) end
+if completed > 0 then count(P, 'completed', now, completed) end
 return codes[1]

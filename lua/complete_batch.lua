@@ -7,18 +7,28 @@ KEYS[2] meta             emq:{q}:meta
 ARGV[1] P                emq:{q}:
 ARGV[2], ARGV[3]         id, token of the first job; then the next pair, ...
 
-Reply: one code per job, in order: 1 completed, 0 gone, -1 stale (unchanged).
+Reply: one code per job, in order: 1 completed, 0 gone, -1 stale (unchanged),
+-2 cancelled (dropped, not completed).
+Errors: EMQARG / EMQKIND for a bad argument anywhere (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
 --- @include "finish"
 --- @include "stats"
 
-local P = ARGV[1]
+local P = arg_prefix(ARGV[1])
+if #ARGV < 3 or #ARGV % 2 == 0 or (#ARGV - 1) / 2 > MAX_BATCH then
+  arg_fail('ARGV', 'want 1 to ' .. MAX_BATCH .. ' (id, token) pairs after P')
+end
+arg_key(1, P .. 'active')
+arg_key(2, P .. 'meta')
 local ids, tokens = {}, {}
 for i = 2, #ARGV, 2 do
-  ids[#ids + 1] = ARGV[i]
+  ids[#ids + 1] = arg_job(ARGV[i])
+  arg_int(ARGV[i + 1], 'token', 1, MAX_TOKEN)
   tokens[#tokens + 1] = ARGV[i + 1]
 end
-local codes, completed = finish(P, ids, tokens)
-if completed > 0 then count(P, 'completed', now_ms(), completed) end
+local now = now_ms()
+local codes, completed = finish(P, ids, tokens, now)
+if completed > 0 then count(P, 'completed', now, completed) end
 return codes

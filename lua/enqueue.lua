@@ -10,17 +10,22 @@ ARGV[4] lane             a branded id, or '' for the flat pending set
 ARGV[5] delay_ms         0 for ready now
 
 Replies: 1 enqueued, 2 scheduled, 0 duplicate (the row exists; nothing changed).
-Errors:  EMQKIND when the id is not JOB-branded (nothing written).
+Errors:  EMQKIND when the id is not JOB-branded; EMQARG for any other bad
+         argument (both before anything is written).
 ]]
+--- @include "args"
 --- @include "now"
 --- @include "wake"
 --- @include "lanes"
 
-local P, id, lane = ARGV[1], ARGV[2], ARGV[4]
-local delay = tonumber(ARGV[5])
-if string.sub(id, 1, 3) ~= 'JOB' then
-  return redis.error_reply('EMQKIND job id must be JOB-branded: ' .. id)
-end
+arg_count(5)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+local lane = arg_lane(ARGV[4], true)
+local delay = arg_int(ARGV[5], 'delay_ms', 0, MAX_MS)
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'pending')
+arg_key(3, P .. 'schedule')
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 
 local now = now_ms()

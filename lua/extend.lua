@@ -2,22 +2,39 @@
 
 KEYS[1] job row          emq:{q}:job:<id>
 KEYS[2] active           emq:{q}:active
-ARGV[1] id
-ARGV[2] token
-ARGV[3] lease_ms
+ARGV[1] P                emq:{q}:
+ARGV[2] id
+ARGV[3] token
+ARGV[4] lease_ms
 
 Replies: the new deadline in server ms; 0 when the row is gone.
-Errors:  EMQSTALE when the token no longer holds the lease (nothing changed).
+Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
+         EMQCANCELLED when the job was cancelled: it is dropped now, and the
+         worker stops it (this reply is how a worker learns of a cancel);
+         EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
+--- @include "replies"
 --- @include "fence"
+--- @include "cancel"
 
-local id = ARGV[1]
-local verdict = fence(KEYS[1], ARGV[2])
-if verdict == 'gone' then return 0 end
-if verdict == 'stale' then
-  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' does not hold ' .. id)
+arg_count(4)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+local lease = arg_int(ARGV[4], 'lease_ms', 1, MAX_MS)
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'active')
+
+local verdict = fence(KEYS[1], ARGV[3])
+if verdict == 'gone' then return GONE end
+if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
+local now = now_ms()
+if verdict == 'cancelled' then
+  drop_cancelled(P, id, KEYS[1], now)
+  return cancelled_reply(id)
 end
-local deadline = now_ms() + tonumber(ARGV[3])
+local deadline = now + lease
 redis.call('ZADD', KEYS[2], 'XX', deadline, id)
 return deadline

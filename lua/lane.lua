@@ -4,25 +4,34 @@ KEYS[1] lane meta        emq:{q}:g:<lane>:meta
 ARGV[1] P                emq:{q}:
 ARGV[2] lane
 ARGV[3] op               'pause' | 'resume' | 'limit'
-ARGV[4] value            for 'limit': max active jobs, or 0 for no limit
+ARGV[4] value            for 'limit': max active jobs, or 0 for no limit (0 otherwise)
 
 Reply: 1 when the lane can be served now, 0 otherwise.
+Errors: EMQARG for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "wake"
 --- @include "lanes"
 
-local P, lane, op = ARGV[1], ARGV[2], ARGV[3]
+arg_count(4)
+local P = arg_prefix(ARGV[1])
+local lane = arg_lane(ARGV[2], false)
+local op = ARGV[3]
+if op ~= 'pause' and op ~= 'resume' and op ~= 'limit' then
+  arg_fail('op', 'want pause, resume or limit, got "' .. string.sub(op, 1, 40) .. '"')
+end
+local v = arg_int(ARGV[4], 'limit', 0, MAX_COUNT)
+arg_key(1, lane_meta_key(P, lane))
+
 local was = lane_servable(P, lane)
 if op == 'pause' then
   redis.call('HSET', KEYS[1], 'paused', '1')
 elseif op == 'resume' then
   redis.call('HDEL', KEYS[1], 'paused')
-elseif op == 'limit' then
-  local v = tonumber(ARGV[4])
-  if not v or v < 0 then return redis.error_reply('EMQARG limit must be >= 0') end
-  if v == 0 then redis.call('HDEL', KEYS[1], 'limit') else redis.call('HSET', KEYS[1], 'limit', v) end
+elseif v == 0 then
+  redis.call('HDEL', KEYS[1], 'limit')
 else
-  return redis.error_reply('EMQARG unknown lane op ' .. op)
+  redis.call('HSET', KEYS[1], 'limit', v)
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('SADD', P .. 'lanes', lane) end
 local now = lane_settle(P, lane, was)

@@ -5,14 +5,20 @@ ARGV[1] P                emq:{q}:
 ARGV[2] limit            at most this many jobs per call (bounded pass)
 
 Reply: the number of jobs promoted.
+Errors: EMQARG for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
 
-local P = ARGV[1]
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, tonumber(ARGV[2]))
+arg_count(2)
+local P = arg_prefix(ARGV[1])
+local limit = arg_int(ARGV[2], 'limit', 1, MAX_BATCH)
+arg_key(1, P .. 'schedule')
+
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, limit)
 for _, id in ipairs(due) do
   redis.call('ZREM', KEYS[1], id)
   local jk = P .. 'job:' .. id

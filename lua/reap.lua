@@ -4,7 +4,7 @@ A job that was leased and never finished is presumed to have lost its worker.
 Its stall count goes up; past max_stalls it is dead-lettered instead, so a
 poison job that kills every worker that touches it cannot loop forever. The
 attempts count is left alone: the next claim raises it, which makes the old
-worker's token stale.
+worker's token stale. A cancelled job (its worker never heard) is dropped.
 
 KEYS[1] active           emq:{q}:active
 KEYS[2] dead             emq:{q}:dead
@@ -13,35 +13,49 @@ ARGV[2] max_stalls       stalls allowed before dead-lettering
 ARGV[3] limit            at most this many jobs per call (bounded pass)
 
 Reply: {returned, dead}
+Errors: EMQARG for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
 --- @include "stats"
+--- @include "cancel"
+--- @include "keep"
 
-local P = ARGV[1]
-local max_stalls = tonumber(ARGV[2])
+arg_count(3)
+local P = arg_prefix(ARGV[1])
+local max_stalls = arg_int(ARGV[2], 'max_stalls', 0, MAX_COUNT)
+local limit = arg_int(ARGV[3], 'limit', 1, MAX_BATCH)
+arg_key(1, P .. 'active')
+arg_key(2, P .. 'dead')
+
 local now = now_ms()
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
 local returned, dead = 0, 0
 for _, id in ipairs(expired) do
   local jk = P .. 'job:' .. id
-  redis.call('ZREM', KEYS[1], id)
-  if redis.call('EXISTS', jk) == 1 then
-    local lane = redis.call('HGET', jk, 'lane')
-    if lane and lane ~= '' then lane_release_active(P, lane) end
-    local stalls = redis.call('HINCRBY', jk, 'stalled', 1)
-    if stalls > max_stalls then
-      redis.call('HSET', jk, 'state', 'dead', 'died', now,
-        'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
-      redis.call('ZADD', KEYS[2], now, id)
-      count(P, 'dead', now, 1)
-      dead = dead + 1
-    else
-      make_ready(P, id, jk)
-      returned = returned + 1
+  if redis.call('HGET', jk, 'cancel') == '1' then
+    drop_cancelled(P, id, jk, now)
+  else
+    redis.call('ZREM', KEYS[1], id)
+    if redis.call('EXISTS', jk) == 1 then
+      local lane = redis.call('HGET', jk, 'lane')
+      if lane and lane ~= '' then lane_release_active(P, lane) end
+      local stalls = redis.call('HINCRBY', jk, 'stalled', 1)
+      if stalls > max_stalls then
+        redis.call('HSET', jk, 'state', 'dead', 'died', now,
+          'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
+        redis.call('ZADD', KEYS[2], now, id)
+        count(P, 'dead', now, 1)
+        dead = dead + 1
+      else
+        make_ready(P, id, jk)
+        returned = returned + 1
+      end
     end
   end
 end
+if dead > 0 then keep_dead(P, now) end
 return {returned, dead}

@@ -10,18 +10,32 @@ ARGV[2] id
 ARGV[3] token
 
 Replies: 1 released, 0 gone.
-Errors:  EMQSTALE when the token no longer holds the lease (nothing changed).
+Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
+         EMQCANCELLED when the job was cancelled (dropped, not released);
+         EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
+--- @include "args"
+--- @include "now"
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
+--- @include "replies"
 --- @include "fence"
+--- @include "cancel"
 
-local P, id = ARGV[1], ARGV[2]
+arg_count(3)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'active')
+
 local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return 0 end
-if verdict == 'stale' then
-  return redis.error_reply('EMQSTALE token ' .. ARGV[3] .. ' does not hold ' .. id)
+if verdict == 'gone' then return GONE end
+if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
+if verdict == 'cancelled' then
+  drop_cancelled(P, id, KEYS[1], now_ms())
+  return cancelled_reply(id)
 end
 redis.call('ZREM', KEYS[2], id)
 redis.call('HINCRBY', KEYS[1], 'base', 1)

@@ -9,13 +9,24 @@ KEYS[5] dead             emq:{q}:dead
 ARGV[1] P                emq:{q}:
 ARGV[2] id
 
-Reply: the state the job was in, or 0 when there was no such job.
+Reply: the state the job was in, or 0 (GONE) when there was no such job.
+Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "lanes"
+--- @include "replies"
 
-local P, id = ARGV[1], ARGV[2]
+arg_count(2)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'pending')
+arg_key(3, P .. 'active')
+arg_key(4, P .. 'schedule')
+arg_key(5, P .. 'dead')
+
 local row = redis.call('HMGET', KEYS[1], 'state', 'lane')
-if not row[1] then return 0 end
+if not row[1] then return GONE end
 local lane = row[2]
 if lane and lane ~= '' then
   local was = lane_servable(P, lane)

@@ -9,13 +9,20 @@ ARGV[1] P                emq:{q}:
 ARGV[2] id
 
 Reply: 1.
-Errors: EMQNOJOB no such job; EMQSTATE the job is not dead.
+Errors: EMQNOJOB no such job; EMQSTATE the job is not dead;
+        EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
 
-local P, id = ARGV[1], ARGV[2]
+arg_count(2)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'dead')
+
 local row = redis.call('HMGET', KEYS[1], 'state', 'attempts')
 if not row[1] then return redis.error_reply('EMQNOJOB no job ' .. id) end
 if row[1] ~= 'dead' then

@@ -14,32 +14,52 @@ ARGV[4] delay_ms
 ARGV[5] max_attempts
 ARGV[6] error            recorded as last_error
 
-Replies: 'scheduled' or 'dead'; 'gone' when the row does not exist.
-Errors:  EMQSTALE when the token no longer holds the lease (nothing changed).
+Replies: 'scheduled' or 'dead'; 0 when the row is gone.
+Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
+         EMQCANCELLED when the job was cancelled (dropped, not retried);
+         EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
+--- @include "args"
 --- @include "now"
 --- @include "lanes"
+--- @include "replies"
 --- @include "fence"
+--- @include "cancel"
 --- @include "stats"
+--- @include "keep"
 
-local P, id = ARGV[1], ARGV[2]
+arg_count(6)
+local P = arg_prefix(ARGV[1])
+local id = arg_job(ARGV[2])
+arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+local delay = arg_int(ARGV[4], 'delay_ms', 0, MAX_MS)
+local max_attempts = arg_int(ARGV[5], 'max_attempts', 1, MAX_COUNT)
+arg_text(ARGV[6], 'error')
+arg_key(1, P .. 'job:' .. id)
+arg_key(2, P .. 'active')
+arg_key(3, P .. 'schedule')
+arg_key(4, P .. 'dead')
+
 local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return 'gone' end
-if verdict == 'stale' then
-  return redis.error_reply('EMQSTALE token ' .. ARGV[3] .. ' does not hold ' .. id)
-end
+if verdict == 'gone' then return GONE end
+if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
 local now = now_ms()
+if verdict == 'cancelled' then
+  drop_cancelled(P, id, KEYS[1], now)
+  return cancelled_reply(id)
+end
 local row = redis.call('HMGET', KEYS[1], 'attempts', 'base', 'lane')
 local tries = tonumber(row[1]) - tonumber(row[2] or '0')
 redis.call('ZREM', KEYS[2], id)
 redis.call('HSET', KEYS[1], 'last_error', ARGV[6])
 if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
-if tries >= tonumber(ARGV[5]) then
+if tries >= max_attempts then
   redis.call('HSET', KEYS[1], 'state', 'dead', 'died', now)
   redis.call('ZADD', KEYS[4], now, id)
   count(P, 'dead', now, 1)
+  keep_dead(P, now)
   return 'dead'
 end
 redis.call('HSET', KEYS[1], 'state', 'scheduled')
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), id)
+redis.call('ZADD', KEYS[3], now + delay, id)
 return 'scheduled'

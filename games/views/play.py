@@ -12,10 +12,11 @@ import logging
 import uuid
 from urllib.parse import urlencode
 
+import echomq
 import redis
 from django.contrib import messages
 from django.db.models import Q
-from django.http import HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -23,7 +24,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import leaderboard, locks, rounds
-from ..errors import SubmitError
+from ..errors import RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry, Wallet
@@ -33,7 +34,7 @@ log = logging.getLogger("games.views")
 
 # How each refusal answers: the round or the wallet is in the wrong state
 # (409, 402) or the guess itself is malformed (400).
-ERROR_STATUS = {"no_round": 404, "closed": 409, "expired": 409, "insufficient_funds": 402}
+ERROR_STATUS = {"no_round": 404, "closed": 409, "expired": 409, "insufficient_funds": 402, "repeated_guess": 409}
 MAX_GUESSES_SHOWN = 200
 
 
@@ -41,9 +42,9 @@ def _get_round(round_id: str) -> Round:
     return get_object_or_404(Round.objects.select_related("emoji_set"), pk=round_id)
 
 
-def _round_url(rnd: Round, slots: list[str] | None = None) -> str:
+def _round_url(rnd: Round | str, slots: list[str] | None = None) -> str:
     """The round page, carrying the draft in the query so it survives the redirect."""
-    url = reverse("round", args=[rnd.pk])
+    url = reverse("round", args=[rnd.pk if isinstance(rnd, Round) else rnd])
     query = urlencode({f"slot{i}": s for i, s in enumerate(slots or []) if s})
     return f"{url}?{query}" if query else url
 
@@ -191,17 +192,20 @@ def lock(request, round_id: str):
 @player_required
 def guess(request, round_id: str):
     """Submit the draft. The page comes back with the guess listed as
-    queued; the poll (or a reload) shows its score."""
-    rnd = _get_round(round_id)
+    queued; the poll (or a reload) shows its score. An accepted guess reads
+    the round only inside ``submit`` (see there for the statements it
+    costs); a refused one reads it again to show the page with the reason."""
     form = GuessForm(request.POST)
     if not form.is_valid():
-        return _form_refused(request, rnd, form)
+        return _form_refused(request, _get_round(round_id), form)
     try:
-        g = submit(request.player, rnd, form.emojis(), idempotency_key=form.cleaned_data["token"] or None)
+        g = submit(request.player, round_id, form.emojis(), idempotency_key=form.cleaned_data["token"] or None)
+    except RoundNotFound:
+        raise Http404("That round does not exist.") from None
     except SubmitError as err:
-        return _refused(request, rnd, err, form.slots())
+        return _refused(request, _get_round(round_id), err, form.slots())
     messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {amount(g.price, g.currency)}.")
-    return HttpResponseRedirect(_round_url(rnd, form.slots()))
+    return HttpResponseRedirect(_round_url(round_id, form.slots()))
 
 
 @never_cache
@@ -225,7 +229,7 @@ def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:
     when Valkey does not answer, so the page still works."""
     try:
         return leaderboard.public_top(rnd, 100), True
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+    except echomq.UNAVAILABLE as exc:
         log.warning("leaderboard %s read from the database, Valkey unreachable: %s", rnd.pk, exc)
         return leaderboard.standings_from_db(rnd.pk)[:100], False
 

@@ -1,28 +1,41 @@
--- finish(P, ids, tokens): the fenced completion of jobs, shared by complete
--- (one job, the contract's reply) and complete_batch (a consumer's acks).
--- Answers one code per job: 1 completed, 0 gone, -1 stale (nothing changed),
--- and how many completed. The active-set removals and row deletions go out
--- as one ZREM and one DEL for all the jobs.
+-- finish(P, ids, tokens, now): the fenced completion of jobs, shared by
+-- complete (one job, the contract's reply) and complete_batch (a consumer's
+-- acks). Answers one code per job: 1 completed, 0 gone, -1 stale (nothing
+-- changed), -2 cancelled (dropped, see cancel.lua), and how many completed.
+-- The active-set removals and row deletions go out as one ZREM and one DEL
+-- for all the jobs; each completed job leaves a record (keep.lua).
 --- @include "lanes"
 --- @include "chunks"
+--- @include "cancel"
+--- @include "keep"
 
-local function finish(P, ids, tokens)
-  local codes, gone_ids, rows = {}, {}, {}
+local function finish(P, ids, tokens, now)
+  local codes, gone_ids, rows, records = {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local jk = P .. 'job:' .. id
-    local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane')
+    local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer')
     if not row[1] then
       codes[i] = 0
     elseif row[1] ~= 'active' or row[2] ~= tokens[i] then
       codes[i] = -1
+    elseif row[4] == '1' then
+      codes[i] = -2
+      drop_cancelled(P, id, jk, now)
     else
       codes[i] = 1
       gone_ids[#gone_ids + 1] = id
       rows[#rows + 1] = jk
       if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
+      local claimed = tonumber(row[6] or now)
+      records[#records + 1] = id
+      -- id (the field), state and duration (finished - claimed) are implied.
+      records[#records + 1] = cjson.encode({
+        attempts = tonumber(row[2]), lane = row[3] or '', enqueued = tonumber(row[5] or 0),
+        claimed = claimed, finished = now, consumer = row[7] or ''})
     end
   end
   in_chunks('ZREM', P .. 'active', gone_ids, 1000)
   in_chunks('DEL', false, rows, 1000)
+  keep_completed(P, records, now)
   return codes, #rows
 end

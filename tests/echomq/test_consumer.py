@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from echomq import Consumer, Drop, Queue, Reaper, Retry, ids
+from echomq import ArgumentError, Consumer, Drop, Queue, Reaper, Retry, ids
 from echomq.consumer import exponential_backoff
 
 
@@ -128,8 +128,10 @@ def test_backoff_grows_and_is_capped():
         assert all(top // 2 <= d <= top for d in delays)
 
 
-def test_bad_settings_are_refused(q):
-    with pytest.raises(ValueError):
-        Consumer(q, print, concurrency=0)
-    with pytest.raises(ValueError):
-        Consumer(q, print, lease_ms=10)
+@pytest.mark.parametrize("setting", [{"concurrency": 0}, {"lease_ms": 10}, {"lease_ms": 10**30},
+                                     {"lease_ms": float("nan")}, {"prefetch": -1}, {"prefetch": 10**6},
+                                     {"beat_ms": "1000"}, {"max_attempts": 0}, {"grace_ms": -1}])
+def test_bad_settings_are_refused(q, setting):
+    """A setting the scripts would refuse fails at construction, not later in a thread."""
+    with pytest.raises(ArgumentError):
+        Consumer(q, print, **setting)

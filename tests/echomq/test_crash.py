@@ -206,3 +206,41 @@ def test_an_idle_consumer_uses_almost_no_cpu(r, workers, capsys):
     with capsys.disabled():
         print(f"\nidle consumer: {used:.3f}s CPU in 5s")
     assert used < 0.2
+
+
+def test_cancel_stops_a_sleeping_handler_within_one_beat(r, workers):
+    """A real consumer process runs a handler that sleeps 20 s in 10 ms steps
+    with ``job.check()`` between; cancelling the job stops it within one
+    heartbeat (lease/3 = 300 ms), its effect is never done, and the queue
+    shows it nowhere."""
+    q = Queue("crash", r)
+    jid, _ = q.enqueue(b"slow")
+    proc = workers.start("--mode", "cancellable", "--sleep-ms", "20000", "--lease-ms", "900")
+    wait_for(lambda: r.llen("holding") == 1, what="the handler to start")
+    cancelled_at = time.monotonic()
+    assert q.cancel(jid) == "cancelling"
+    stopped = wait_for(lambda: r.blpop(["stopped"], timeout=1), timeout=10, what="the handler to stop")
+    took = time.monotonic() - cancelled_at
+    assert stopped[1].decode() == jid
+    assert took < 0.3 + 0.3, f"the handler stopped {took:.2f}s after the cancel; one beat is 0.3s"
+    wait_for(lambda: "cancelled" in workers.output(proc), what="the consumer to log it")
+    c = q.counts()
+    assert (c["pending"], c["active"], c["scheduled"], c["dead"], c["completed"]) == (0, 0, 0, 0, 0)
+    assert c["cancelled"] == 1 and q.find(jid) is None
+    assert r.get("effects") is None and not r.exists(f"effect:{jid}")
+    assert proc.poll() is None  # the consumer keeps running
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+
+
+def test_a_bug_in_the_consumer_exits_the_process_non_zero(r, workers):
+    q = Queue("crash", r)
+    q.enqueue(b"x")
+    proc = workers.start("--mode", "crash")
+    assert proc.wait(30) != 0
+    out = workers.output(proc)
+    assert "crashed; stopping" in out and "Traceback" in out and "a bug in the consumer's own code" in out
+    # Nothing lost: the job was completed (the bug hit after the ack went out)
+    # or stays leased for the reaper.
+    c = q.counts()
+    assert c["completed"] + c["active"] + c["pending"] == 1

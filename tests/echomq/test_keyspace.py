@@ -1,7 +1,7 @@
 import pytest
 import redis
 
-from echomq import InvalidName, KindError, Queue, ids, keyspace
+from echomq import ArgumentError, InvalidName, KindError, Queue, Unavailable, ids, keyspace
 from echomq.scripts import LUA_DIR, NAMES
 
 
@@ -22,10 +22,19 @@ def test_key_builders():
     assert keyspace.queue_key("cm", "pending") == "emq:{cm}:pending"
 
 
-@pytest.mark.parametrize("name", ["", "emq", "a b", "a{b}", "x" * 129, "é", None, "cm:x"])
+@pytest.mark.parametrize("name", ["", "emq", "a b", "a{b}", "x" * 129, "é", "cm:x"])
 def test_ill_formed_queue_names_are_refused(name):
     with pytest.raises(InvalidName):
         keyspace.queue_key(name, "pending")
+
+
+@pytest.mark.parametrize("value", [None, 5, 5.0, ["cm"]])
+def test_a_non_text_name_is_an_argument_error_not_an_invalid_name(value):
+    for build in (lambda: keyspace.queue_key(value, "pending"), lambda: keyspace.job_key("cm", value),
+                  lambda: keyspace.lane_key("cm", value), lambda: Queue(value, None)):
+        with pytest.raises(ArgumentError) as info:
+            build()
+        assert not isinstance(info.value, InvalidName)
 
 
 @pytest.mark.parametrize("job_id", ["", "JOB", "JOB0KHTOWnGLu", "JOBAzL8n0Y58m8", "JOB0KHTOWnGL}C"])
@@ -45,7 +54,7 @@ def test_lane_must_be_a_branded_id():
 
 
 def test_refused_before_the_wire():
-    """A client pointed at a closed port raises ConnectionError on any send;
+    """A client pointed at a closed port raises Unavailable on any send;
     ill-formed input must fail with our typed error instead."""
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
     with pytest.raises(InvalidName):
@@ -55,20 +64,23 @@ def test_refused_before_the_wire():
         lambda: q.enqueue(b"x", job_id="JOBnope"),
         lambda: q.enqueue(b"x", job_id=ids.mint("GES")),
         lambda: q.enqueue(b"x", lane="not-a-lane"),
-        lambda: q.enqueue(b"x", delay_ms=-1),
         lambda: q.complete("JOB123", 1),
         lambda: q.retry("bad", 1),
         lambda: q.extend("bad", 1),
         lambda: q.requeue_dead("bad"),
         lambda: q.remove("bad"),
-        lambda: q.claim(lease_ms=0),
         lambda: q.lanes.pause("bad"),
         lambda: q.enqueue_many([b"ok", {"payload": b"x", "job_id": "bad"}]),
     ):
         with pytest.raises(InvalidName):
             call()
-    with pytest.raises(redis.exceptions.ConnectionError):
+    for call in (lambda: q.enqueue(b"x", delay_ms=-1), lambda: q.claim(lease_ms=0),
+                 lambda: q.extend(ids.mint("JOB"), 1, lease_ms=10**30)):
+        with pytest.raises(ArgumentError):
+            call()
+    with pytest.raises(Unavailable) as info:
         q.enqueue(b"x")  # a well-formed call does reach for the wire
+    assert isinstance(info.value, redis.exceptions.ConnectionError)  # old catches still hold
 
 
 def test_every_key_of_a_queue_is_in_one_slot(r):

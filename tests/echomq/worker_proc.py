@@ -7,7 +7,11 @@ Handlers record what they do in Valkey, next to the queue:
   ``effects``     INCR only when that SET NX won (one script): the effect count
 Modes: ``effect`` (do the effect, optionally sleep), ``gate-before`` / ``gate-after``
 (block on ``gate`` before / after the effect until the test pushes a token),
-``poison`` (SIGKILL our own process: a job that kills every worker).
+``poison`` (SIGKILL our own process: a job that kills every worker),
+``cancellable`` (sleep ``--sleep-ms`` in 10 ms steps, stopping at ``job.check()``
+once the job is cancelled; the effect only after the whole sleep; a stop is
+recorded in ``stopped``), ``crash`` (a bug in the consumer's own code: the
+process must exit non-zero).
 """
 import argparse
 import logging
@@ -27,7 +31,7 @@ def main(argv=None):
     p.add_argument("--queue", default="crash")
     p.add_argument("--mode", default="effect")
     p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--prefetch", type=int, default=0)
+    p.add_argument("--prefetch", type=int, default=None)
     p.add_argument("--lease-ms", type=int, default=30_000)
     p.add_argument("--sleep-ms", type=int, default=0)
     p.add_argument("--grace-ms", type=int, default=10_000)
@@ -51,6 +55,17 @@ def main(argv=None):
         side.rpush("holding", job.id)
         if a.mode == "poison":
             os.kill(os.getpid(), signal.SIGKILL)
+        if a.mode == "cancellable":
+            try:
+                for _ in range(a.sleep_ms // 10):
+                    job.check()
+                    job.wait_cancelled(0.01)
+                job.check()
+            except Exception:
+                side.rpush("stopped", job.id)
+                raise
+            effect(job)
+            return
         if a.mode == "gate-before":
             side.blpop(["gate"], timeout=60)
         effect(job)
@@ -62,6 +77,10 @@ def main(argv=None):
     consumer = Consumer(Queue(a.queue, client), handler, concurrency=a.concurrency, prefetch=a.prefetch,
                         lease_ms=a.lease_ms, grace_ms=a.grace_ms, beat_ms=a.beat_ms,
                         backoff=lambda attempt: 0)
+    if a.mode == "crash":
+        def broken(*args):
+            raise RuntimeError("a bug in the consumer's own code")
+        consumer._settled = broken
     consumer.run()
     side.rpush("exited", os.getpid())
     return 0

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from games import leaderboard
 from games.guesses import submit
@@ -47,7 +48,7 @@ def test_create_round_grant_and_rebuild(make_player, emoji_set):
     assert all(e not in out.split("keyboard")[0] for e in rnd.secret)
     p = make_player("erin", keys=0)
     assert "+7 keys -> 7" in run("grant", "erin", "keys", "7", "--note", "ticket 1")
-    with pytest.raises(Exception):
+    with pytest.raises(CommandError):
         run("grant", "erin", "keys", "-99")
     g = submit(p, rnd, rnd.keyboard[:6])
     from games.workers import score_guess

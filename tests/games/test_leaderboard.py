@@ -11,6 +11,7 @@ pytestmark = pytest.mark.django_db
 
 S = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
+MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # six distinct emojis not in S: a guess scoring 0
 
 
 def test_best_total_wins_ties_go_to_the_earliest_and_rebuild_matches(make_player, make_round, valkey):
@@ -18,8 +19,8 @@ def test_best_total_wins_ties_go_to_the_earliest_and_rebuild_matches(make_player
     rnd = make_round(secret=S)
     ga1 = submit(a, rnd, [MISS] + S[1:])          # 500
     gb1 = submit(b, rnd, [MISS] + S[1:])          # 500, later than a
-    gc1 = submit(c, rnd, [MISS, MISS] + S[2:])    # 400
-    ga2 = submit(a, rnd, [MISS] * 6)              # 0: must not lower a's best
+    gc1 = submit(c, rnd, MISSES[:2] + S[2:])    # 400
+    ga2 = submit(a, rnd, MISSES)              # 0: must not lower a's best
     gc2 = submit(c, rnd, S[::-1])                 # 100+... lower than 400? keep best
     # score out of order, some twice
     for g in (gc2, ga2, gb1, ga1, gc1, gb1, ga2):

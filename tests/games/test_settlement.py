@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 
 S = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
+MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # six distinct emojis not in S: a guess scoring 0
 
 
 def expire(rnd):
@@ -33,7 +34,7 @@ def prizes(round_id):
 def test_classic_winner_takes_all_ties_split_and_house_keeps_the_remainder(make_player, make_round):
     a, b, c = make_player(), make_player(), make_player()
     rnd = make_round(secret=S, prize_pool=101)
-    for p, guess in ((a, [MISS] + S[1:]), (b, [MISS] + S[1:]), (c, [MISS] * 6)):
+    for p, guess in ((a, [MISS] + S[1:]), (b, [MISS] + S[1:]), (c, MISSES)):
         score_guess(job_for(submit(p, rnd, guess)))
     assert settlement.settle_round(rnd.pk).action == "not_due"
     expire(rnd)
@@ -78,10 +79,10 @@ def test_blind_round_reveals_pays_top_k_with_dust_to_rank_one_and_commitment_ver
     assert len(rnd.nonce) == 32 and int(rnd.nonce, 16) >= 0 and rnd.nonce == rnd.nonce.lower()
     totals = []
     for i, p in enumerate(players[:6]):  # the 7th never scores above 0
-        guess = S[: 6 - i] + [MISS] * i   # 600, 500, ..., 100
+        guess = S[: 6 - i] + MISSES[:i]   # 600, 500, ..., 100
         score_guess(job_for(submit(p, rnd, guess)))
         totals.append(600 - 100 * i)
-    score_guess(job_for(submit(players[6], rnd, [MISS] * 6)))
+    score_guess(job_for(submit(players[6], rnd, MISSES)))
     assert rnd.public_secret is None and rnd.public_nonce is None
     expire(rnd)
     out = settlement.settle_round(rnd.pk)
@@ -120,7 +121,7 @@ def test_void_refunds_every_guess_once(make_player, make_round):
     a = make_player(keys=4)
     rnd = make_round(secret=S, guess_price=2)
     score_guess(job_for(submit(a, rnd, S[::-1])))
-    submit(a, rnd, S[::-1])
+    submit(a, rnd, S[1:] + S[:1])
     assert wallet.balances(a)["keys"] == 0
     assert settlement.void_round(rnd.pk).action == "voided"
     assert settlement.void_round(rnd.pk).action == "already"
@@ -181,7 +182,7 @@ def test_notifications_are_created_once_through_cm_notify(make_player, make_roun
     a, b = make_player(), make_player()
     rnd = make_round(secret=S, prize_pool=40, title="Demo")
     score_guess(job_for(submit(a, rnd, S)))
-    score_guess(job_for(submit(b, rnd, [MISS] * 6)))
+    score_guess(job_for(submit(b, rnd, MISSES)))
     settlement.settle_round(rnd.pk, force=True)
     settlement.settle_round(rnd.pk, force=True)  # a redelivered settle re-asks: collapses
     assert queue_depth("cm.notify") == 2

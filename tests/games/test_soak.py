@@ -33,13 +33,15 @@ def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_ro
     players = [make_player(f"soak{i:02d}", keys=GUESSES) for i in range(PLAYERS)]
     rounds = [make_round(prize_pool=100), make_round(prize_pool=100), make_round(kind="blind", prize_pool=100),
               make_round(currency="clips", guess_price=0)]
-    plan = []
-    for _ in range(GUESSES):
-        rnd = rng.choice(rounds)
-        guess = [rng.choice(rnd.keyboard) for _ in range(6)]
+    plan, made = [], set()
+    while len(plan) < GUESSES:
+        rnd, player = rng.choice(rounds), rng.choice(players)
+        guess = rng.sample(rnd.keyboard, 6)  # six distinct emojis, as submit asks
         if guess == rnd.secret:  # a 600 would close a classic round mid-soak
-            guess[0] = guess[1]
-        plan.append((rng.choice(players), rnd, guess))
+            guess[0], guess[1] = guess[1], guess[0]
+        if (player.pk, rnd.pk, tuple(guess)) not in made:  # nor may a player repeat a guess
+            made.add((player.pk, rnd.pk, tuple(guess)))
+            plan.append((player, rnd, guess))
 
     q = get_queue("cm")
     worker_args = ["run_scoreworker", "--concurrency", "2", "--lease-ms", "1500", "--beat-ms", "200"]

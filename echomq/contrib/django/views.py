@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 
+import echomq
 import redis
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
@@ -62,7 +63,7 @@ def staff_page(methods):
                 return view(request, *args, **kwargs)
             except PageError as err:
                 return _error_page(request, err)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            except echomq.UNAVAILABLE as exc:
                 log.warning("queue dashboard: Valkey unreachable: %s", exc)
                 return _error_page(request, PageError(
                     503, "Valkey unreachable",

@@ -1,11 +1,16 @@
-"""Score guesses from queue ``cm`` (the only place a guess is scored)."""
+"""Score guesses from queue ``cm`` (the only place a guess is scored).
+
+Each handler thread scores the guesses waiting for it in batches of up to
+``--batch`` (``games.workers.score_guesses``: one transaction of five
+statements per batch, one Valkey pipeline after it), so a busy worker pays
+per batch what an idle one pays per guess."""
 from django.core.management.base import BaseCommand
 
 from echomq import Consumer
 from echomq.contrib.django import get_queue, valkey_url
 from games.guesses import QUEUE
 from games.management.runner import describe_db, run_consumers
-from games.workers import score_guess
+from games.workers import score_guesses
 
 
 class Command(BaseCommand):
@@ -15,7 +20,10 @@ class Command(BaseCommand):
         parser.add_argument("--queue", default=QUEUE)
         parser.add_argument("--concurrency", type=int, default=1, help="handler threads")
         parser.add_argument("--lease-ms", type=int, default=30_000)
-        parser.add_argument("--prefetch", type=int, default=0)
+        parser.add_argument("--batch", type=int, default=50, help="most guesses scored in one transaction")
+        parser.add_argument("--prefetch", type=int, default=None,
+                            help="jobs claimed ahead (default: adaptive, as echomq.Consumer), so the next "
+                                 "batch waits in hand while one is scored")
         parser.add_argument("--max-attempts", type=int, default=10,
                             help="deliveries before a failing job is dead-lettered")
         parser.add_argument("--beat-ms", type=int, default=1_000)
@@ -23,10 +31,11 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         queue = get_queue(o["queue"])
         self.stdout.write(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
-                          f"lease_ms={o['lease_ms']} prefetch={o['prefetch']} valkey={valkey_url()} "
+                          f"lease_ms={o['lease_ms']} batch={o['batch']} prefetch={o['prefetch']} valkey={valkey_url()} "
                           f"db={describe_db()}", ending="\n")
         self.stdout.flush()
-        run_consumers([Consumer(queue, score_guess, concurrency=o["concurrency"], lease_ms=o["lease_ms"],
+        run_consumers([Consumer(queue, handler_many=score_guesses, batch=o["batch"],
+                                concurrency=o["concurrency"], lease_ms=o["lease_ms"],
                                 prefetch=o["prefetch"], max_attempts=o["max_attempts"], beat_ms=o["beat_ms"],
                                 name=f"scoreworker/{queue.name}")])
         self.stdout.write("score worker stopped")

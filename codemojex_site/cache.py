@@ -1,0 +1,175 @@
+"""Django's Redis cache on the EchoMQ Valkey, fit for sessions and lookups.
+
+Two differences from ``django.core.cache.backends.redis.RedisCache``:
+
+* The server is the one EchoMQ uses in this process, looked up on each use:
+  ``VALKEY_URL``, or whatever ``echomq.contrib.django`` was pointed at
+  (``reset_client``, as the tests do), or the install's embedded server if it
+  is running. The cache never starts the embedded server itself: until the
+  queue has (its first enqueue does), there is no cache and every read is a
+  miss served by the database.
+* One ``redis.Redis`` per pool, made once: Django's client builds a new one
+  (and its table of response callbacks) for every cache call, which cost
+  more CPU than the call itself.
+* A cache that cannot be reached is a miss, not a 500: reads answer the
+  default and writes are skipped, with one warning line at most every ten
+  seconds. Everything cached here (sessions under ``cached_db``, the logged-in
+  user and player) is also in the database, so pages keep working on the
+  database alone while Valkey is down.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import redis
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+
+log = logging.getLogger("codemojex.cache")
+
+from echomq.cluster import TRANSIENT_ERRORS as DOWN  # noqa: E402 (connection loss, or a cluster failing over)
+WARN_EVERY_S = 10.0
+
+
+class _ReusingClient(RedisCacheClient):
+    def __init__(self, *args, cluster: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._made: dict = {}
+        self._cluster = cluster
+
+    def get_client(self, key=None, *, write=False):
+        if self._cluster:  # the EchoMQ Valkey is a cluster: one RedisCluster, made once
+            client = self._made.get("cluster")
+            if client is None:
+                from echomq.contrib.django import make_client
+
+                client = self._made.setdefault("cluster", make_client(self._servers[0], True))
+            return client
+        pool = self._get_connection_pool(write)
+        client = self._made.get(id(pool))
+        if client is None:
+            client = self._made.setdefault(id(pool), self._client(connection_pool=pool))
+        return client
+
+
+    # MGET and MSET cannot span slots on a cluster: per-key calls, pipelined per node.
+    def get_many(self, keys):
+        if not self._cluster:
+            return super().get_many(keys)
+        values = self.get_client(None).mget_nonatomic(list(keys))
+        return {k: self._serializer.loads(v) for k, v in zip(keys, values) if v is not None}
+
+    def set_many(self, data, timeout):
+        if not self._cluster:
+            return super().set_many(data, timeout)
+        pipe = self.get_client(None, write=True).pipeline(transaction=False)
+        for k, v in data.items():
+            pipe.set(k, self._serializer.dumps(v), ex=timeout)
+        pipe.execute()
+
+
+class ValkeyCache(RedisCache):
+    _clients: dict = {}
+    _clients_lock = threading.Lock()
+    _warned_at = 0.0
+
+    def __init__(self, server, params):
+        super().__init__(server or "", params)
+        self._class = _ReusingClient
+
+    def _url(self) -> str:
+        from django.conf import settings
+
+        from echomq import embedded
+        from echomq.contrib import django as emq
+
+        if self._servers and self._servers[0]:
+            return self._servers[0]
+        conf = getattr(settings, "ECHOMQ", {})
+        url = emq._url or conf.get("URL") or embedded.running_url(conf.get("EMBEDDED_DIR") or "var/valkey")
+        if not url:
+            raise redis.exceptions.ConnectionError("no Valkey yet: none configured and the embedded one is not running")
+        return url
+
+    @property
+    def _cache(self):
+        """One client (with its connection pool) per Valkey URL per process,
+        shared by every thread's cache handle."""
+        url = self._url()
+        client = self._clients.get(url)
+        if client is None:
+            with self._clients_lock:
+                from echomq.contrib.django import is_cluster
+
+                cluster = not (self._servers and self._servers[0]) and is_cluster()
+                client = self._clients.setdefault(url, self._class([url], cluster=cluster, **self._options))
+        return client
+
+    def _down(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - ValkeyCache._warned_at >= WARN_EVERY_S:
+            ValkeyCache._warned_at = now
+            log.warning("cache unreachable (%s: %s); serving from the database", type(exc).__name__, exc)
+
+    def get(self, key, default=None, version=None):
+        try:
+            return super().get(key, default, version)
+        except DOWN as exc:
+            self._down(exc)
+            return default
+
+    def get_many(self, keys, version=None):
+        try:
+            return super().get_many(keys, version)
+        except DOWN as exc:
+            self._down(exc)
+            return {}
+
+    def has_key(self, key, version=None):
+        try:
+            return super().has_key(key, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().touch(key, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            super().set(key, value, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+
+    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().add(key, value, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def set_many(self, data, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().set_many(data, timeout, version)
+        except DOWN as exc:
+            self._down(exc)
+            return list(data)
+
+    def delete(self, key, version=None):
+        try:
+            return super().delete(key, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def delete_many(self, keys, version=None):
+        try:
+            return super().delete_many(keys, version)
+        except DOWN as exc:
+            self._down(exc)

@@ -1,0 +1,212 @@
+"""Every script checks every argument before its first write.
+
+For each script: a valid call on a queue with state it would change, then
+every ARGV position (and every KEYS position, and the arity) replaced by bad
+values, sent straight to the script (``Queue._run``, past the Python checks,
+as another runtime might). Each must answer EMQARG (EMQKIND for a well-formed
+id of another brand) and leave every key of the server exactly as it was.
+Runs on Valkey and on Redis 7.0 (``any_server``).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import redis
+
+from echomq import ArgumentError, KindError, Queue, ids
+from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN
+from echomq.scripts import NAMES
+
+NOT_INTEGERS = ["", "abc", "nan", "NaN", "inf", "-inf", "Infinity", "-1", "1e400", "1e3", "1.5", "0x10",
+                " 1", "1 ", "01", "+1", str(10**30), "9" * 16, "1\x00"]
+BAD_IDS = ["", "JOB", "a:b}{c", "JOB0KHTOWnGL}C", "JOBAzL8n0Y58m8", "job0KHTOWnGLuC", "JOB0KHTOWnGLuC0",
+           "JOB0KHTOWnGLu", "1", "nan", "JOB0KHTOWnGL:C", "JOB0KHTOWnGLu\n"]
+BAD_PREFIXES = ["", "emq:{t}", "emq:{emq}:", "emq:{a b}:", "emq:{t}:x", "emq:{" + "x" * 129 + "}:",
+                "emq:{other}:", "emq:{a:b}{c}:", "emq:t:", "EMQ:{t}:"]
+
+
+def everything(client) -> dict:
+    """Every key on the server with its full value."""
+    out = {}
+    for key in sorted(client.keys("*")):
+        kind = client.type(key).decode()
+        if kind == "hash":
+            out[key] = dict(client.hgetall(key))
+        elif kind == "zset":
+            out[key] = client.zrange(key, 0, -1, withscores=True)
+        elif kind == "list":
+            out[key] = client.lrange(key, 0, -1)
+        elif kind == "set":
+            out[key] = sorted(client.smembers(key))
+        else:
+            out[key] = client.get(key)
+    return out
+
+
+def bad_values(kind):
+    """(value, expected error) pairs for an argument of this kind."""
+    if kind == "P":
+        return [(v, ArgumentError) for v in BAD_PREFIXES]
+    if kind in ("id", "lane", "lane?", "csr?"):
+        vals = [(v, ArgumentError) for v in BAD_IDS if not (v == "" and kind in ("lane?", "csr?"))]
+        if kind == "id":
+            vals.append((ids.mint("PLR"), KindError))
+        return vals
+    if kind == "token":
+        return [(v, ArgumentError) for v in NOT_INTEGERS + ["0", str(MAX_TOKEN + 1)]]
+    if kind == "text":
+        return [("x" * (MAX_TEXT + 1), ArgumentError)]
+    if kind == "flag":
+        return [(v, ArgumentError) for v in ["", "2", "yes", "true", "01", "-1"]]
+    if kind == "op":
+        return [(v, ArgumentError) for v in ["", "PAUSE", "drop", "limit "]]
+    if isinstance(kind, tuple):  # an integer in [lo, hi]
+        lo, hi = kind
+        vals = NOT_INTEGERS + [str(hi + 1)] + ([str(lo - 1)] if lo > 0 else [])
+        return [(v, ArgumentError) for v in vals]
+    assert kind == "any", kind
+    return []
+
+
+class World:
+    """A queue with a job in every state, so a valid call of any script
+    would change something."""
+
+    def __init__(self, client):
+        self.client = client
+        self.q = q = Queue("t", client)
+        self.lane = ids.mint("PLR")
+        self.scheduled, _ = q.enqueue(b"later", delay_ms=60_000)
+        q.enqueue(b"laned", lane=self.lane)
+        self.active = q.claim(lease_ms=60_000)  # the laned job
+        self.expired_job, _ = q.enqueue(b"expired", lane=self.lane)
+        expired = q.claim(lease_ms=60_000)
+        client.zadd(q.k_active, {expired.id: 0})  # its lease ran out: reap would move it
+        dead, _ = q.enqueue(b"dead")
+        d = q.claim(lease_ms=60_000)
+        assert d.id == dead
+        q.retry(d.id, d.attempts, delay_ms=0, max_attempts=1, error="boom")
+        self.dead = dead
+        self.pending, _ = q.enqueue(b"flat")
+        self.due, _ = q.enqueue(b"due", delay_ms=60_000)
+        client.zadd(q.k_schedule, {self.due: 0})  # due now: promote would move it
+
+    def call(self, name):
+        """A valid (keys, args, kinds) for script ``name``."""
+        q, a = self.q, self.active
+        P = q.prefix
+        token = str(a.attempts)
+        fenced = ((q.job_key(a.id), q.k_active), [P, a.id, token], ["P", "id", "token"])
+        new = ids.mint("JOB")
+        return {
+            "enqueue": ((q.job_key(new), q.k_pending, q.k_schedule), [P, new, b"p", self.lane, "0"],
+                        ["P", "id", "any", "lane?", (0, MAX_MS)]),
+            "claim": ((q.k_pending, q.k_active, q.k_ring, q.k_meta), [P, "1000", "1", ids.mint("CSR")],
+                      ["P", (1, MAX_MS), (1, MAX_BATCH), "csr?"]),
+            "complete": fenced,
+            "complete_batch": ((q.k_active, q.k_meta), [P, a.id, token], ["P", "id", "token"]),
+            "retry": ((q.job_key(a.id), q.k_active, q.k_schedule, q.k_dead), [P, a.id, token, "0", "3", "err"],
+                      ["P", "id", "token", (0, MAX_MS), (1, MAX_COUNT), "text"]),
+            "extend": ((q.job_key(a.id), q.k_active), [P, a.id, token, "1000"],
+                       ["P", "id", "token", (1, MAX_MS)]),
+            "release": fenced,
+            "reap": ((q.k_active, q.k_dead), [P, "2", "100"], ["P", (0, MAX_COUNT), (1, MAX_BATCH)]),
+            "promote": ((q.k_schedule,), [P, "100"], ["P", (1, MAX_BATCH)]),
+            "requeue": ((q.job_key(self.dead), q.k_dead), [P, self.dead], ["P", "id"]),
+            "remove": ((q.job_key(self.pending), q.k_pending, q.k_active, q.k_schedule, q.k_dead),
+                       [P, self.pending], ["P", "id"]),
+            "cancel": ((q.job_key(self.pending), q.k_pending, q.k_schedule), [P, self.pending], ["P", "id"]),
+            "lane": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "limit", "2"], ["P", "lane", "op", (0, MAX_COUNT)]),
+            "pause": ((q.k_meta,), [P, "1"], ["P", "flag"]),
+            "counts": ((q.k_pending, q.k_active, q.k_schedule, q.k_dead, q.k_meta, q.k_lanes, q.k_ring), [P], ["P"]),
+        }[name]
+
+
+def refused(world, name, keys, args, expected):
+    before = everything(world.client)
+    with pytest.raises(expected) as info:
+        world.q._run(name, keys, args)
+    assert type(info.value) is expected, (name, args, info.value)
+    assert str(info.value).startswith("EMQKIND" if expected is KindError else "EMQARG"), info.value
+    assert everything(world.client) == before, (name, args)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_bad_argument_is_refused_before_any_write(any_server, name):
+    world = World(any_server)
+    keys, args, kinds = world.call(name)
+    assert len(args) == len(kinds)
+    tried = 0
+    for pos, kind in enumerate(kinds):
+        for value, expected in bad_values(kind):
+            bad = list(args)
+            bad[pos] = value
+            refused(world, name, keys, bad, expected)
+            tried += 1
+    for pos in range(len(keys)):  # a key that is not the one the arguments name
+        wrong = list(keys)
+        wrong[pos] = keys[pos] + "x" if pos else "emq:{other}:" + keys[pos].split(":", 2)[2]
+        refused(world, name, wrong, args, ArgumentError)
+    if name != "complete_batch":  # arity (complete_batch: an odd pair count is refused below)
+        refused(world, name, keys, args[:-1], ArgumentError)
+        refused(world, name, keys, args + ["extra"], ArgumentError)
+    else:
+        refused(world, name, keys, args + [world.active.id], ArgumentError)
+        refused(world, name, keys, args[:1], ArgumentError)
+    assert tried >= len(kinds) - kinds.count("any")
+    # The valid call itself still works (the bad ones were refused, not the script broken).
+    world.q._run(name, keys, args)
+
+
+def test_a_bad_id_later_in_a_batch_changes_none_of_the_batch(any_server):
+    world = World(any_server)
+    q, a = world.q, world.active
+    before = everything(any_server)
+    with pytest.raises(ArgumentError):
+        q._run("complete_batch", (q.k_active, q.k_meta), [q.prefix, a.id, str(a.attempts), "JOBnope", "1"])
+    assert everything(any_server) == before
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -1, 1.5, 5.0, "5", "soon", True, None,
+                                 10**30, 2**63])
+def test_the_python_api_refuses_bad_numbers_before_sending(bad):
+    """Pointed at a closed port, so a call that got past the checks would
+    raise Unavailable: every one raises ArgumentError instead."""
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    q = Queue("ok", dead)
+    jid = ids.mint("JOB")
+    calls = [
+        lambda: q.enqueue(b"x", delay_ms=bad),
+        lambda: q.enqueue_many([{"payload": b"x", "delay_ms": bad}]),
+        lambda: q.claim(lease_ms=bad),
+        lambda: q.claim_batch(bad),
+        lambda: q.retry(jid, 1, delay_ms=bad),
+        lambda: q.retry(jid, 1, max_attempts=bad),
+        lambda: q.retry(jid, bad),
+        lambda: q.complete(jid, bad),
+        lambda: q.complete_many([(jid, bad)]),
+        lambda: q.extend(jid, 1, lease_ms=bad),
+        lambda: q.extend(jid, bad),
+        lambda: q.extend_many([(jid, 1)], lease_ms=bad),
+        lambda: q.release(jid, bad),
+        lambda: q.reap(max_stalls=bad),
+        lambda: q.reap(limit=bad),
+        lambda: q.promote(limit=bad),
+        lambda: q.lanes.limit(ids.mint("PLR"), bad),
+        lambda: q.set_retention(completed=bad),
+        lambda: q.completed_jobs(bad),
+    ]
+    for i, call in enumerate(calls):
+        if bad is None and i in (0, 1, 16, 17):  # None: no delay, no lane limit, bound unchanged
+            continue
+        with pytest.raises(ArgumentError):
+            call()
+
+
+def test_python_and_lua_share_the_limits():
+    """The limits are named once (lua/include/args.lua); Python reads them."""
+    from echomq.scripts import LUA_DIR
+
+    text = (LUA_DIR / "include" / "args.lua").read_text()
+    assert f"local MAX_MS = {MAX_MS}" in text and f"local MAX_TOKEN = {MAX_TOKEN}" in text

@@ -1,0 +1,266 @@
+"""The lean guess POST: the statements it costs (pinned, on SQLite and
+PostgreSQL alike), what the cache serves, and the issue-12 refusals that live
+in ``submit`` (keys scoped to player and round, repeated emojis, repeated
+guesses), each refused with nothing charged."""
+import threading
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from echomq.contrib import django as emq_django
+from games import errors, locks, wallet
+from games.guesses import submit
+from games.models import Guess, LedgerEntry
+
+pytestmark = pytest.mark.django_db
+
+S = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
+OTHER = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]
+# BEGIN (or SAVEPOINT), the round with my locks, the wallet UPDATE … RETURNING,
+# the ledger INSERT, the guess INSERT, COMMIT (or RELEASE SAVEPOINT).
+GUESS_POST_STATEMENTS = 6
+
+
+def form(emojis, token=None):
+    data = {f"slot{i}": e for i, e in enumerate(emojis)}
+    if token:
+        data["token"] = token
+    return data
+
+
+def charges(player) -> int:
+    return LedgerEntry.objects.filter(player=player, reason="guess").count()
+
+
+@pytest.fixture
+def signed_in(client, make_player):
+    p = make_player("lean", keys=20)
+    client.force_login(p.user)
+    return client, p
+
+
+def test_guess_post_costs_six_statements_and_no_session_user_or_player_query(signed_in, make_round):
+    client, p = signed_in
+    rnd = make_round(secret=S)
+    locks.set_lock(p, rnd, 0, "🐼")  # the locks come with the round, in the same statement
+    assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER, "a" * 32)).status_code == 302  # warms the caches
+    with CaptureQueriesContext(connection) as ctx:
+        resp = client.post(f"/rounds/{rnd.pk}/guess/", form(["🐼"] + S[1:], "b" * 32))
+    assert resp.status_code == 302
+    statements = [q["sql"] for q in ctx.captured_queries]
+    assert len(statements) == GUESS_POST_STATEMENTS, "\n".join(statements)
+    assert not any(t in s for s in statements for t in ("django_session", "auth_user", "games_player"))
+    assert sum(s.lstrip().upper().startswith("SELECT") for s in statements) == 1
+    assert Guess.objects.filter(player=p).count() == 2 and charges(p) == 2
+    assert wallet.mismatched_wallets() == []
+
+
+def test_free_guess_skips_the_wallet(signed_in, make_round):
+    client, p = signed_in
+    rnd = make_round(secret=S, currency="clips", guess_price=0)
+    client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER))
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.post(f"/rounds/{rnd.pk}/guess/", form(S[::-1])).status_code == 302
+    assert len(ctx) == GUESS_POST_STATEMENTS - 2, "\n".join(q["sql"] for q in ctx.captured_queries)
+    assert charges(p) == 0 and Guess.objects.filter(player=p).count() == 2
+
+
+def test_a_password_change_drops_the_cached_user(signed_in, make_round):
+    client, p = signed_in
+    rnd = make_round(secret=S)
+    assert client.get(f"/rounds/{rnd.pk}/").status_code == 200  # user now cached
+    p.user.set_password("a new and long passphrase")
+    p.user.save()
+    resp = client.get(f"/rounds/{rnd.pk}/")
+    assert resp.status_code == 302 and "/login/" in resp["Location"]  # the old session no longer matches
+
+
+def test_valkey_down_the_guess_post_still_works_from_the_database(signed_in, make_round):
+    client, p = signed_in
+    rnd = make_round(secret=S)
+    emq_django.reset_client("redis://127.0.0.1:1/0")  # nothing listens there
+    resp = client.post(f"/rounds/{rnd.pk}/guess/", form(S[::-1], "c" * 32))
+    assert resp.status_code == 302
+    assert Guess.objects.get(player=p).status == "queued" and charges(p) == 1  # the relay sends it later
+
+
+def test_a_token_from_round_a_posted_to_round_b_records_a_guess_in_b(signed_in, make_round):
+    client, p = signed_in
+    a, b = make_round(secret=S), make_round(secret=S)
+    token = "d" * 32
+    assert client.post(f"/rounds/{a.pk}/guess/", form(OTHER, token)).status_code == 302
+    resp = client.post(f"/rounds/{b.pk}/guess/", form(OTHER, token), follow=True)
+    assert "is in, for 1 key" in resp.content.decode()
+    assert Guess.objects.filter(player=p, round=b).count() == 1 == Guess.objects.filter(player=p, round=a).count()
+    assert charges(p) == 2
+    # and within one round the token still answers the first guess, charging nothing
+    assert client.post(f"/rounds/{b.pk}/guess/", form(S[::-1], token)).status_code == 302
+    assert Guess.objects.filter(player=p, round=b).count() == 1 and charges(p) == 2
+
+
+def test_repeated_emoji_is_refused_with_nothing_charged(signed_in, make_round):
+    client, p = signed_in
+    rnd = make_round(secret=S)
+    before = wallet.balances(p)
+    with pytest.raises(errors.RepeatedEmoji) as err:
+        submit(p, rnd, ["🐶", "🐶"] + S[2:])
+    assert "🐶" in err.value.message
+    resp = client.post(f"/rounds/{rnd.pk}/guess/", form(["🐶", "🐶"] + S[2:]))
+    html = resp.content.decode()
+    assert resp.status_code == 400 and "use each emoji once" in html and "Nothing was charged" in html
+    locks.set_lock(p, rnd, 5, "🐶")  # a lock can make the repeat too
+    with pytest.raises(errors.RepeatedEmoji):
+        submit(p, rnd, S)
+    assert wallet.balances(p) == before and not Guess.objects.exists() and charges(p) == 0
+
+
+def test_exact_repeat_of_my_guess_is_refused_but_others_may_guess_it(signed_in, make_round, make_player):
+    client, p = signed_in
+    rnd = make_round(secret=S)
+    assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER)).status_code == 302
+    before = wallet.balances(p)
+    resp = client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER))
+    assert resp.status_code == 409 and "You already guessed" in resp.content.decode()
+    locks.set_lock(p, rnd, 0, "🐼")  # the same final guess through a lock is the same guess
+    with pytest.raises(errors.RepeatedGuess):
+        submit(p, rnd, ["🐶"] + OTHER[1:])
+    assert wallet.balances(p) == before and charges(p) == 1 and Guess.objects.count() == 1
+    submit(make_player(keys=1), rnd, OTHER)  # another player's same guess is fine
+    submit(p, make_round(secret=S), OTHER)   # and so is mine in another round
+    assert Guess.objects.count() == 3
+
+
+def test_a_key_replayed_after_its_guess_answers_the_first_even_when_refused_now(signed_in, make_round):
+    p = signed_in[1]
+    rnd = make_round(secret=S, guess_price=20)
+    first = submit(p, rnd, OTHER, idempotency_key="k1")  # spends all 20 keys
+    assert submit(p, rnd, OTHER, idempotency_key="k1").pk == first.pk  # not NotEnoughFunds
+    assert charges(p) == 1 and wallet.balances(p)["keys"] == 0
+
+
+def _in_thread_until_it_waits_on_a_lock(work):
+    """Start ``work`` on a thread with its own connection; return once its
+    backend waits on a row lock (PostgreSQL's own view, not a clock)."""
+    out, pid = {}, []
+
+    def run():
+        try:
+            with connection.cursor() as c:
+                c.execute("SELECT pg_backend_pid()")
+                pid.append(c.fetchone()[0])
+            out["value"] = work()
+        except Exception as exc:
+            out["value"] = exc
+        finally:
+            connection.close()
+
+    t = threading.Thread(target=run)
+    t.start()
+    with connection.cursor() as c:
+        for _ in range(10_000):
+            c.execute("SELECT pg_stat_clear_snapshot()")  # else a transaction sees one cached snapshot
+            c.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid[0] if pid else 0])
+            row = c.fetchone()
+            if row and row[0] == "Lock":
+                return t, out
+            t.join(0.01)
+    raise AssertionError(f"the thread never waited on a lock: {out}")
+
+
+def _needs_postgres():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL's row locks (SQLite runs one writer at a time); "
+                    "run with DATABASE_URL=postgres://...")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submit_racing_settlement_waits_and_then_is_refused(make_player, make_round):
+    """Settlement holds the round FOR UPDATE: a submit's share lock waits, then
+    sees the round closed and changes nothing -- the guess cannot slip in
+    after settlement read the round's guesses."""
+    _needs_postgres()
+    from games.models import Round
+
+    p = make_player(keys=5)
+    rnd = make_round(secret=S)
+    with transaction.atomic():
+        Round.objects.select_for_update().get(pk=rnd.pk)  # what settle_round does first
+        t, out = _in_thread_until_it_waits_on_a_lock(lambda: submit(p, rnd.pk, OTHER))
+        Round.objects.filter(pk=rnd.pk).update(status="settled")
+    t.join(30)
+    assert isinstance(out["value"], errors.RoundClosed), out
+    assert not Guess.objects.exists() and charges(p) == 0 and wallet.balances(p)["keys"] == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submits_to_one_round_do_not_wait_for_each_other(make_player, make_round):
+    """Two players' submits share the round row: one open submit transaction
+    does not hold up another player's."""
+    _needs_postgres()
+    a, b = make_player(keys=5), make_player(keys=5)
+    rnd = make_round(secret=S)
+    done = threading.Event()
+
+    def other():
+        try:
+            submit(b, rnd.pk, OTHER)
+            done.set()
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        submit(a, rnd.pk, OTHER)  # a's transaction stays open, holding its share lock
+        t = threading.Thread(target=other)
+        t.start()
+        assert done.wait(30), "b's submit waited on a's"
+    t.join(30)
+    assert Guess.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submit_waiting_on_the_wallet_lock_answers_the_first_guess(make_player, make_round):
+    """Deterministic race for one key: A has charged and inserted but not
+    committed; B (same key) must wait, then answer A's guess and charge
+    nothing. Fails if the check that replaced the re-read under the wallet
+    lock (the unique key and the IntegrityError answer) is removed."""
+    _needs_postgres()
+    p = make_player(keys=5)
+    rnd = make_round(secret=S)
+    with transaction.atomic():
+        first = submit(p, rnd.pk, OTHER, idempotency_key="same").pk
+        t, out = _in_thread_until_it_waits_on_a_lock(lambda: submit(p, rnd.pk, S[::-1], idempotency_key="same").pk)
+    t.join(30)
+    assert out["value"] == first, out
+    assert Guess.objects.filter(player=p).count() == 1 and charges(p) == 1
+    assert wallet.balances(p)["keys"] == 4 == wallet.ledger_sums(p)["keys"]
+
+
+
+def test_the_rows_submit_writes_read_back_as_saved(make_player, make_round):
+    """``insert_row`` writes what ``save(force_insert=True)`` would: every
+    field of the guess and its ledger row reads back equal."""
+    p = make_player(keys=5)
+    rnd = make_round(secret=S)  # the whole animals set: a ZWJ sequence is one emoji
+    g = submit(p, rnd, ["🐕\u200d🦺"] + S[1:], idempotency_key="k")
+    stored = Guess.objects.get(pk=g.pk)
+    assert {f.name: getattr(stored, f.attname) for f in Guess._meta.concrete_fields} == {
+        f.name: getattr(g, f.attname) for f in Guess._meta.concrete_fields}
+    charge = LedgerEntry.objects.get(reason="guess", reference=g.pk)
+    assert (charge.delta, charge.balance_after, charge.currency) == (-1, 4, "keys")
+    assert charge.created_at is not None and stored.created_at is not None
+
+
+def test_with_no_valkey_at_all_signing_in_and_guessing_work_from_the_database(client, make_player, make_round,
+                                                                              settings):
+    """Before the embedded Valkey is started (nothing configured, none
+    running) the cache is a miss, never an error: a new session is created,
+    the guess is taken (it stays queued for the relay)."""
+    emq_django.reset_client(None)
+    settings.ECHOMQ = {**settings.ECHOMQ, "URL": "", "EMBEDDED_DIR": "/nonexistent/valkey"}
+    p = make_player("novalkey", keys=3)
+    client.force_login(p.user)
+    rnd = make_round(secret=S)
+    emq_django.reset_client("redis://127.0.0.1:1/0")  # the queue, too, is unreachable
+    assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER, "e" * 32)).status_code == 302
+    assert charges(p) == 1
