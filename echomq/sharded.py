@@ -324,25 +324,37 @@ class ShardedQueue:
 
         def combine(replies):
             out = [0] * len(pairs)
+            failed = next((raw for _, raw in replies if isinstance(raw, Exception)), None)
             for positions, raw in replies:
                 if isinstance(raw, Exception):
-                    return raw
+                    continue  # those jobs stay known: the acks are sent again
                 for (pos, jid), code in zip(positions, raw):
                     out[pos] = code
-                    self._forget(jid)
-            return out
+                    if failed is None:
+                        self._forget(jid)
+            return failed if failed is not None else out
 
         batch.add(combine, parts)
 
+    def _settling(self, job_id: str):
+        """A combine for one job's settling call: the job is forgotten only
+        once the call answered (a lost connection sends it again, and the
+        consumer must still know where the job lives without asking)."""
+        def combine(parts):
+            reply = parts[0][1]
+            if not isinstance(reply, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                                      Unavailable)):
+                self._forget(job_id)
+            return reply
+        return combine
+
     def add_retry(self, batch: ShardedBatch, job_id: str, attempts: int, **kw) -> None:
         shard = self.locate(job_id)
-        self._forget(job_id)
-        batch.add(_single, [(batch.part(lambda b: shard.add_retry(b, job_id, attempts, **kw)), None)])
+        batch.add(self._settling(job_id), [(batch.part(lambda b: shard.add_retry(b, job_id, attempts, **kw)), None)])
 
     def add_release(self, batch: ShardedBatch, job_id: str, attempts: int) -> None:
         shard = self.locate(job_id)
-        self._forget(job_id)
-        batch.add(_single, [(batch.part(lambda b: shard.add_release(b, job_id, attempts)), None)])
+        batch.add(self._settling(job_id), [(batch.part(lambda b: shard.add_release(b, job_id, attempts)), None)])
 
     def _one(self, add):
         batch = self.batch()
@@ -353,9 +365,9 @@ class ShardedQueue:
         return reply
 
     def complete(self, job_id: str, attempts: int) -> bool:
-        shard = self.locate(job_id)
+        done = self.locate(job_id).complete(job_id, attempts)
         self._forget(job_id)
-        return shard.complete(job_id, attempts)
+        return done
 
     def complete_many(self, pairs) -> list:
         pairs = list(pairs)
@@ -364,14 +376,14 @@ class ShardedQueue:
         return self.batch_answers(self._one(lambda b: self.add_complete_batch(b, pairs)))
 
     def retry(self, job_id: str, attempts: int, **kw) -> str:
-        shard = self.locate(job_id)
+        answer = self.locate(job_id).retry(job_id, attempts, **kw)
         self._forget(job_id)
-        return shard.retry(job_id, attempts, **kw)
+        return answer
 
     def release(self, job_id: str, attempts: int) -> bool:
-        shard = self.locate(job_id)
+        answer = self.locate(job_id).release(job_id, attempts)
         self._forget(job_id)
-        return shard.release(job_id, attempts)
+        return answer
 
     def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
         return self.locate(job_id).extend(job_id, attempts, lease_ms=lease_ms)
