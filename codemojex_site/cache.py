@@ -30,30 +30,45 @@ from echomq import UNAVAILABLE, Unavailable
 
 log = logging.getLogger("codemojex.cache")
 
-DOWN = UNAVAILABLE  # Valkey unreachable, or a cluster mid-failover
+DOWN = UNAVAILABLE  # Valkey unreachable, or a cluster failing over
 WARN_EVERY_S = 10.0
 
 
-class _ClusterCacheClient(RedisCacheClient):
-    """Django's cache client over EchoMQ's shared RedisCluster client."""
-
-    def get_client(self, key=None, *, write=False):
-        from echomq.contrib.django import get_client
-
-        return get_client()
-
-
 class _ReusingClient(RedisCacheClient):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, cluster: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self._made: dict = {}
+        self._cluster = cluster
 
     def get_client(self, key=None, *, write=False):
+        if self._cluster:  # the EchoMQ Valkey is a cluster: one RedisCluster, made once
+            client = self._made.get("cluster")
+            if client is None:
+                from echomq.contrib.django import make_client
+
+                client = self._made.setdefault("cluster", make_client(self._servers[0], True))
+            return client
         pool = self._get_connection_pool(write)
         client = self._made.get(id(pool))
         if client is None:
             client = self._made.setdefault(id(pool), self._client(connection_pool=pool))
         return client
+
+
+    # MGET and MSET cannot span slots on a cluster: per-key calls, pipelined per node.
+    def get_many(self, keys):
+        if not self._cluster:
+            return super().get_many(keys)
+        values = self.get_client(None).mget_nonatomic(list(keys))
+        return {k: self._serializer.loads(v) for k, v in zip(keys, values) if v is not None}
+
+    def set_many(self, data, timeout):
+        if not self._cluster:
+            return super().set_many(data, timeout)
+        pipe = self.get_client(None, write=True).pipeline(transaction=False)
+        for k, v in data.items():
+            pipe.set(k, self._serializer.dumps(v), ex=timeout)
+        pipe.execute()
 
 
 class ValkeyCache(RedisCache):
@@ -82,21 +97,15 @@ class ValkeyCache(RedisCache):
     @property
     def _cache(self):
         """One client (with its connection pool) per Valkey URL per process,
-        shared by every thread's cache handle. On the EchoMQ Valkey Cluster
-        it is EchoMQ's own RedisCluster client (it follows the topology)."""
-        from echomq.contrib.django import is_cluster
-
-        if not (self._servers and self._servers[0]) and is_cluster():
-            client = self._clients.get("cluster")
-            if client is None:
-                with self._clients_lock:
-                    client = self._clients.setdefault("cluster", _ClusterCacheClient([""], **self._options))
-            return client
+        shared by every thread's cache handle."""
         url = self._url()
         client = self._clients.get(url)
         if client is None:
             with self._clients_lock:
-                client = self._clients.setdefault(url, self._class([url], **self._options))
+                from echomq.contrib.django import is_cluster
+
+                cluster = not (self._servers and self._servers[0]) and is_cluster()
+                client = self._clients.setdefault(url, self._class([url], cluster=cluster, **self._options))
         return client
 
     def _down(self, exc: Exception) -> None:

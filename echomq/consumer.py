@@ -479,13 +479,19 @@ class Consumer:
             self._acks.extend(outs)
             ring = self._parked
             self._cond.notify_all()
-        if ring and self._parking is not None:
+        if ring:
+            self._ring()
+
+    def _ring(self) -> None:
+        """Wake the parked fetcher: a sharded queue's local doorbell, else
+        this consumer's doorbell list in Valkey."""
+        if self._parking is not None:
             self._parking.ring()
-        elif ring:
-            try:
-                self.queue.client.lpush(self.doorbell, "1")
-            except Exception:  # redis-py's own errors (not mapped on this bare call)
-                pass  # the fetcher wakes at the next beat anyway
+            return
+        try:
+            self.queue.client.lpush(self.doorbell, "1")
+        except Exception:  # redis-py's own errors (not mapped on this bare call)
+            pass  # the fetcher wakes at the next beat anyway
 
     def _delay(self, job: Job, asked=None) -> int:
         """The retry delay: the handler's ``Retry.delay_ms`` when it is a valid

@@ -225,9 +225,17 @@ def join_cluster(ports: list[int], primaries: int, timeout: float = 60.0) -> Non
     _wait("cluster_state:ok everywhere", lambda: all(_cluster_info(p)["cluster_state"] == "ok" and
                                                       _cluster_info(p)["cluster_slots_ok"] == str(SLOTS)
                                                       for p in ports), timeout)
+    replicas = len(ports) - primaries
+    _wait("every node sees every replica", lambda: all(
+        _node_client(p).execute_command("CLUSTER", "NODES").count(b"slave") == replicas for p in ports), timeout)
     _wait("replicas in sync", lambda: all(
         _node_client(p).info("replication").get("master_link_status") == "up" for p in ports[primaries:]),
         timeout)
+    # Clients learn the layout from CLUSTER SLOTS, which lists a replica only
+    # once its primary's peers know it is serving: wait until all do.
+    _wait("every replica listed in CLUSTER SLOTS", lambda: all(
+        sum(len(row) - 2 for row in _node_client(p).execute_command("CLUSTER", "SLOTS")) == len(ports)
+        for p in ports), timeout)
 
 
 class LocalCluster:
@@ -335,10 +343,19 @@ class LocalCluster:
         os.kill(int(pidfile.read_text()), 9)
 
     def stop(self, *, remove: bool = False) -> None:
-        """Shut every node down (SHUTDOWN writes the AOF); ``remove`` deletes the data."""
-        for port in self.ports:
-            try:
-                _node_client(port).shutdown(nosave=False)
+        """Shut every node down (SHUTDOWN writes the AOF); ``remove`` deletes the data.
+        Replicas go first: a primary's SHUTDOWN waits for its replicas to catch up."""
+        try:
+            roles = self.roles()
+        except redis.exceptions.RedisError:
+            roles = {}
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        for port in sorted(self.ports, key=lambda p: roles.get(p) == "master"):
+            try:  # no reconnect attempts: the server is meant to be gone
+                redis.Redis(host="127.0.0.1", port=port, socket_timeout=15,
+                            retry=Retry(NoBackoff(), 0)).shutdown(nosave=False)
             except redis.exceptions.RedisError:
                 pass  # the connection closes as the server exits, or it was down
         for proc in self.procs.values():

@@ -38,10 +38,11 @@ import threading
 import zlib
 from typing import Iterable, Mapping
 
-import redis
 
 from . import ids, keyspace
+from .cluster import TRANSIENT_ERRORS
 from .errors import InvalidName
+from .errors import UNAVAILABLE, Unavailable
 from .errors import translate as _typed
 from .queue import DEFAULT_LEASE_MS, MAX_BATCH, MAX_COUNT, MAX_MS, Queue, Reaped, check_int
 from .scripts import Batch
@@ -49,6 +50,8 @@ from .scripts import Batch
 log = logging.getLogger("echomq.sharded")
 
 MAX_SHARDS = 1024
+
+
 CLAIM_CHUNK = 32  # slots per shard asked in one claim cycle (see _plan)
 
 
@@ -154,7 +157,11 @@ class ShardedQueue:
         pipe = self.client.pipeline(transaction=False)
         for shard in self.shards:
             pipe.exists(shard.job_key(job_id))
-        for shard, there in zip(self.shards, pipe.execute()):
+        try:
+            found = pipe.execute()
+        except TRANSIENT_ERRORS as exc:
+            raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
+        for shard, there in zip(self.shards, found):
             if there:
                 return shard
         return self.shard_for(job_id=job_id)
@@ -208,7 +215,10 @@ class ShardedQueue:
             pipe.zcard(s.k_pending)
             pipe.llen(s.k_ring)
             pipe.hget(s.k_meta, "paused")
-        r = pipe.execute()
+        try:
+            r = pipe.execute()
+        except TRANSIENT_ERRORS as exc:
+            raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
         return [i for n, i in enumerate(candidates)
                 if (r[3 * n] or r[3 * n + 1]) and r[3 * n + 2] != b"1"]
 
@@ -234,11 +244,10 @@ class ShardedQueue:
         share, extra = divmod(n, len(hot))
         return [(i, share + (1 if k < extra else 0)) for k, i in enumerate(hot)]
 
-    def add_claim(self, batch: ShardedBatch, n: int, *, lease_ms: int, consumer: str | None = None) -> None:
+    def add_claim(self, batch: ShardedBatch, n: int, *, lease_ms: int, **kw) -> None:
         parts = []
         for i, ask in self._plan(n):
-            parts.append((batch.part(lambda b, s=self.shards[i], k=ask: s.add_claim(b, k, lease_ms=lease_ms,
-                                                                                    consumer=consumer)),
+            parts.append((batch.part(lambda b, s=self.shards[i], k=ask: s.add_claim(b, k, lease_ms=lease_ms, **kw)),
                           (i, ask)))
 
         def combine(replies):
@@ -280,10 +289,7 @@ class ShardedQueue:
                 break
             if isinstance(reply[0], Exception):
                 raise _typed(reply[0])
-            got = self.parse_claim(reply[0])
-            jobs += got
-            if not got and not self.has_hot():  # every shard asked has run dry
-                break
+            jobs += self.parse_claim(reply[0])
         return jobs
 
     def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None):
@@ -307,25 +313,36 @@ class ShardedQueue:
 
         def combine(replies):
             out = [0] * len(pairs)
+            failed = next((raw for _, raw in replies if isinstance(raw, Exception)), None)
             for positions, raw in replies:
                 if isinstance(raw, Exception):
-                    return raw
+                    continue  # those jobs stay known: the acks are sent again
                 for (pos, jid), code in zip(positions, raw):
                     out[pos] = code
-                    self._forget(jid)
-            return out
+                    if failed is None:
+                        self._forget(jid)
+            return failed if failed is not None else out
 
         batch.add(combine, parts)
 
+    def _settling(self, job_id: str):
+        """A combine for one job's settling call: the job is forgotten only
+        once the call answered (a lost connection sends it again, and the
+        consumer must still know where the job lives without asking)."""
+        def combine(parts):
+            reply = parts[0][1]
+            if not isinstance(reply, UNAVAILABLE):
+                self._forget(job_id)
+            return reply
+        return combine
+
     def add_retry(self, batch: ShardedBatch, job_id: str, attempts: int, **kw) -> None:
         shard = self.locate(job_id)
-        self._forget(job_id)
-        batch.add(_single, [(batch.part(lambda b: shard.add_retry(b, job_id, attempts, **kw)), None)])
+        batch.add(self._settling(job_id), [(batch.part(lambda b: shard.add_retry(b, job_id, attempts, **kw)), None)])
 
     def add_release(self, batch: ShardedBatch, job_id: str, attempts: int) -> None:
         shard = self.locate(job_id)
-        self._forget(job_id)
-        batch.add(_single, [(batch.part(lambda b: shard.add_release(b, job_id, attempts)), None)])
+        batch.add(self._settling(job_id), [(batch.part(lambda b: shard.add_release(b, job_id, attempts)), None)])
 
     def _one(self, add):
         batch = self.batch()
@@ -336,9 +353,9 @@ class ShardedQueue:
         return reply
 
     def complete(self, job_id: str, attempts: int) -> bool:
-        shard = self.locate(job_id)
+        done = self.locate(job_id).complete(job_id, attempts)
         self._forget(job_id)
-        return shard.complete(job_id, attempts)
+        return done
 
     def complete_many(self, pairs) -> list:
         pairs = list(pairs)
@@ -347,14 +364,14 @@ class ShardedQueue:
         return self.batch_answers(self._one(lambda b: self.add_complete_batch(b, pairs)))
 
     def retry(self, job_id: str, attempts: int, **kw) -> str:
-        shard = self.locate(job_id)
+        answer = self.locate(job_id).retry(job_id, attempts, **kw)
         self._forget(job_id)
-        return shard.retry(job_id, attempts, **kw)
+        return answer
 
     def release(self, job_id: str, attempts: int) -> bool:
-        shard = self.locate(job_id)
+        answer = self.locate(job_id).release(job_id, attempts)
         self._forget(job_id)
-        return shard.release(job_id, attempts)
+        return answer
 
     def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
         return self.locate(job_id).extend(job_id, attempts, lease_ms=lease_ms)
@@ -364,7 +381,8 @@ class ShardedQueue:
         pairs = list(pairs)
         batch = Batch(self.client)
         for job_id, attempts in pairs:
-            batch.add("extend", *self.locate(job_id)._extend_args(job_id, attempts, lease_ms))
+            shard = self.locate(job_id)
+            batch.add("extend", *shard._extend_args(job_id, attempts, lease_ms))
         return [_typed(r) if isinstance(r, Exception) else r for r in batch.run()]
 
     # -- maintenance -------------------------------------------------------------
@@ -607,10 +625,10 @@ class ShardParking:
             return []
         try:
             return self._wait(timeout_s)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        except (*UNAVAILABLE, OSError):
             self.close()  # the topology may have changed: reconnect next time
             q.mark_hot(range(len(q.shards)))
-            raise redis.exceptions.ConnectionError("a shard's node went away while parked") from None
+            raise Unavailable("a shard's node went away while parked") from None
 
     def _wait(self, timeout_s: float) -> list[int]:
         q = self.queue
