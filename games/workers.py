@@ -40,7 +40,8 @@ log = logging.getLogger("games.workers")
 
 STATS_KEY = "cm:stats"
 ROUND_FIELDS = ("id", "secret", "kind", "status")
-GUESS_FIELDS = ("id", "job_id", "player_id", "round_id", "emojis_final", "status", "total", "breakdown", "scored_at")
+GUESS_FIELDS = ("id", "job_id", "player_id", "round_id", "emojis_final", "status", "total", "breakdown", "scored_at",
+                "created_at")  # created_at: the submit-to-scored latency metric
 
 
 def _stat(field: str, n: int = 1) -> None:
