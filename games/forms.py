@@ -14,7 +14,8 @@ whose typed errors the views show on the page.
 from __future__ import annotations
 
 from django import forms
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.core.validators import MaxLengthValidator
 from django.db import transaction
 
 from . import engine, wallet
@@ -122,6 +123,18 @@ class GuessForm(DraftForm):
 class ExchangeForm(forms.Form):
     keys = forms.IntegerField(min_value=1, max_value=1_000_000, label="Keys to buy",
                               help_text=f"{wallet.DIAMONDS_PER_KEY} diamonds buy one key.")
+
+
+class LoginForm(AuthenticationForm):
+    """Django's log-in form with its username length enforced. Django sets
+    the field's max_length after building it, so no validator checks it and
+    any length reaches ``authenticate`` -- and the failed-login record
+    django-axes writes (a 255-character column: a 500 on PostgreSQL)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields["username"]
+        field.validators.append(MaxLengthValidator(field.max_length))
 
 
 class SignUpForm(UserCreationForm):

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import ratelimit, wallet
-from ..forms import STARTING_BALANCE, ExchangeForm, SignUpForm
+from ..forms import STARTING_BALANCE, ExchangeForm, LoginForm, SignUpForm
 from ..models import Guess, LedgerEntry, Notification, Round
 from .common import amount, ledger_ref, player_required
 
@@ -24,6 +24,7 @@ class LoginView(auth_views.LoginView):
     (``ratelimit.lockout``) once an account or an address has too many."""
 
     template_name = "games/login.html"
+    form_class = LoginForm
     redirect_authenticated_user = True
 
     def form_invalid(self, form):

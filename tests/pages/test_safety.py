@@ -197,3 +197,16 @@ def test_demo_passwords_are_shown_only_by_dev_run(settings, tmp_path):
     assert all(pw not in out.getvalue() for pw in passwords.values())  # seed_demo's output goes to logs
     banner = Up()._banner("127.0.0.1", 8000)  # what `./dev run` prints last
     assert passwords["demo-admin.password"] in banner and passwords["demo-alice.password"] in banner
+
+
+@pytest.mark.django_db
+def test_an_overlong_username_at_log_in_is_a_400_not_a_500(client):
+    """Django's log-in form never checks the username's length, so a 5,000
+    character name reached django-axes' 255-character column (a 500 on
+    PostgreSQL). The form refuses it before any authentication runs."""
+    from axes.models import AccessAttempt
+
+    resp = client.post("/login/", {"username": "A" * 5000, "password": "whatever"})
+    assert resp.status_code == 400
+    assert "at most 150 characters" in resp.content.decode()
+    assert not AccessAttempt.objects.exists()
