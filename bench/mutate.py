@@ -154,8 +154,9 @@ def main(argv=None) -> int:
     rng = random.Random(a.seed)
     picked = muts if not a.n or a.n >= len(muts) else sorted(rng.sample(muts, a.n))
     if a.rerun:
-        wanted = set(re.findall(r"^  survived (\S+):(\d+) (\S+): ", Path(a.rerun).read_text(), re.M))
-        picked = [m for m in muts if (m[0], str(m[1] + 1), m[2]) in wanted]
+        # Matched by file, operator and the mutated line's text (line numbers move as code changes).
+        wanted = set(re.findall(r"^  survived (\S+):\d+ (\S+): (.*)$", Path(a.rerun).read_text(), re.M))
+        picked = [m for m in muts if (m[0], m[2], m[3].strip()[:100]) in wanted]
         print(f"rerunning {len(picked)} survivors of {a.rerun}")
     work = Path(tempfile.mkdtemp(prefix="emq-mutate-"))
     ignore = shutil.ignore_patterns(".git", ".venv", ".venvs", "__pycache__", "node_modules", "*.pyc")

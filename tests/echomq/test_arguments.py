@@ -210,3 +210,15 @@ def test_python_and_lua_share_the_limits():
 
     text = (LUA_DIR / "include" / "args.lua").read_text()
     assert f"local MAX_MS = {MAX_MS}" in text and f"local MAX_TOKEN = {MAX_TOKEN}" in text
+
+
+def test_bounds_are_inclusive(any_server):
+    """A value exactly at a bound is accepted (the refusals above start one past it)."""
+    world = World(any_server)
+    q, a = world.q, world.active
+    keys, args, _ = world.call("retry")
+    args[3], args[4], args[5] = str(MAX_MS), str(MAX_COUNT), "e" * MAX_TEXT
+    assert q._run("retry", keys, args) == b"scheduled"
+    assert len(any_server.hget(q.job_key(a.id), "last_error")) == MAX_TEXT
+    jid = ids.mint("JOB")
+    assert q._run("enqueue", (q.job_key(jid), q.k_pending, q.k_schedule), [q.prefix, jid, b"", "", str(MAX_MS)]) == 2

@@ -250,3 +250,19 @@ def test_a_consumer_stops_a_cancelled_handler_and_counts_it_once(q):
     assert outcomes == ["stopped"] and c.stats["cancelled"] == 1 and c.stats["retried"] == 0
     counts = q.counts()
     assert (counts["active"], counts["completed"], counts["cancelled"]) == (0, 5, 1)
+
+
+def test_the_reaper_loop_reaps_until_stopped(q, r):
+    jid, _ = q.enqueue(b"x")
+    job = q.claim(lease_ms=60_000)
+    r.zadd(q.k_active, {job.id: 0})  # its worker is gone
+    reaper = Reaper([q], interval_ms=20)
+    t = threading.Thread(target=reaper.run)
+    t.start()
+    try:
+        wait_for(lambda: q.counts()["pending"] == 1, what="the running reaper to return the job")
+        wait_for(lambda: reaper.passes >= 2, what="a second pass")
+    finally:
+        reaper.stop()
+        t.join(10)
+    assert not t.is_alive() and q.find(jid)["state"] == "pending"

@@ -248,6 +248,35 @@ def test_remove_deletes_wherever_it_is(q, any_server):
     assert set(q.keys()) <= {q.k_meta, q.k_wake}  # no row, set or lane left behind
 
 
+def test_remove_flat_jobs_in_every_state(q, any_server):
+    pending, _ = q.enqueue(b"p")
+    scheduled, _ = q.enqueue(b"s", delay_ms=60_000)
+    assert q.remove(pending) == "pending" and q.remove(scheduled) == "scheduled"
+    dead, _ = q.enqueue(b"d")
+    job = q.claim(lease_ms=60_000)
+    q.retry(dead, job.attempts, max_attempts=1, error="boom")
+    assert q.remove(dead) == "dead"
+    c = q.counts()
+    assert (c["pending"], c["scheduled"], c["dead"]) == (0, 0, 0)
+    assert {k for k in q.keys() if ":minute:" not in k} <= {q.k_meta, q.k_wake}
+
+
+@pytest.mark.parametrize("op", ["reap", "promote"])
+def test_a_pass_moves_at_most_limit_jobs(q, any_server, op):
+    jids = [jid for jid, _ in q.enqueue_many([b"x"] * 3)]
+    if op == "reap":
+        for job in q.claim_batch(3, lease_ms=60_000):
+            any_server.zadd(q.k_active, {job.id: 0})
+        assert [q.reap(limit=1), q.reap(limit=1), q.reap(limit=5), q.reap(limit=1)] == [1, 1, 1, 0]
+    else:
+        for jid in jids:
+            q.remove(jid)
+            q.enqueue(b"x", job_id=jid, delay_ms=60_000)
+            any_server.zadd(q.k_schedule, {jid: 0})
+        assert [q.promote(limit=1), q.promote(limit=1), q.promote(limit=5), q.promote(limit=1)] == [1, 1, 1, 0]
+    assert q.counts()["pending"] == 3
+
+
 def test_pause_and_resume(q):
     q.enqueue(b"x")
     q.pause()
