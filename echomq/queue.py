@@ -15,7 +15,7 @@ import json
 from typing import Iterable, Mapping
 
 from . import ids, keyspace
-from .errors import ArgumentError, EchoMQError, JobNotFound, StaleToken, translated
+from .errors import ArgumentError, EchoMQError, StaleToken, translated
 from .job import Job
 from .scripts import BUNDLE, LIMITS, Batch
 

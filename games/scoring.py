@@ -45,7 +45,7 @@ def update_scored(scored: list[Guess]) -> None:
     alike); ``bulk_update``'s CASE per field costs a hundred times the CPU."""
     qn, pg = connection.ops.quote_name, connection.vendor == "postgresql"
     t = qn(Guess._meta.db_table)
-    sql = (f"WITH v (id, total, breakdown, scored_at) AS (VALUES "
+    sql = ("WITH v (id, total, breakdown, scored_at) AS (VALUES "
            + ", ".join(["(%s, %s, %s, %s)"] * len(scored))
            + f") UPDATE {t} SET {qn('status')} = %s, {qn('total')} = v.total, "
            f"{qn('breakdown')} = v.breakdown{'::jsonb' if pg else ''}, {qn('scored_at')} = v.scored_at "
