@@ -338,15 +338,15 @@ class Consumer:
             if out.kind == "cancelled":  # the queue dropped it already
                 self.stats["cancelled"] += 1
                 log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id)
-        batch = self.queue.batch()
-        if done:
-            self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
-        for out in failed:
-            self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
-                                 max_attempts=out.max_attempts or self.max_attempts, error=out.error)
-        if free > 0:
-            self.queue.add_claim(batch, free, lease_ms=self.lease_ms, consumer=self.id)
-        try:
+        try:  # building a sharded batch may already ask Valkey where a job lives
+            batch = self.queue.batch()
+            if done:
+                self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
+            for out in failed:
+                self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
+                                     max_attempts=out.max_attempts or self.max_attempts, error=out.error)
+            if free > 0:
+                self.queue.add_claim(batch, free, lease_ms=self.lease_ms, consumer=self.id)
             replies = batch.run()
         except CONNECTION_ERRORS:
             with self._cond:  # send them again after reconnecting (fenced, so safe)
