@@ -231,8 +231,12 @@ class Pipeline:
         self.round = rounds.create_round(es, duration=timedelta(hours=6), keyboard_size=24, guess_price=1,
                                          title="bench")
         store = import_module(settings.SESSION_ENGINE).SessionStore
-        backend = (getattr(settings, "AUTHENTICATION_BACKENDS", None)
-                   or ["django.contrib.auth.backends.ModelBackend"])[0]
+        from django.contrib.auth import load_backend
+
+        # The session names the first backend that can load a user, as
+        # Django's own force_login does (django-axes' comes first and cannot).
+        backend = next(path for path in settings.AUTHENTICATION_BACKENDS
+                       if hasattr(load_backend(path), "get_user"))
         self.cookies, self.used = [], []
         User = get_user_model()
         for i in range(PLAYERS):
