@@ -5,11 +5,10 @@ all, and the command returns once they have finished the jobs in hand."""
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import threading
 
 from django.conf import settings
+
+from echomq.supervise import run_together
 
 log = logging.getLogger("games.runner")
 
@@ -41,24 +40,4 @@ def run_consumers(consumers) -> bool:
     if len(consumers) == 1:
         consumers[0].run()  # installs its own SIGTERM/SIGINT handlers
         return True
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    threads = [threading.Thread(target=c.run, name=c.name, daemon=True) for c in consumers]
-    healthy = True
-    try:
-        for t in threads:
-            t.start()
-        while not stop.wait(0.5):
-            if not all(t.is_alive() for t in threads):
-                log.error("a consumer thread stopped unexpectedly; stopping the others")
-                healthy = False
-                break
-    finally:
-        log.info("pid %d stopping %d consumers", os.getpid(), len(consumers))
-        for c in consumers:
-            c.stop()
-        for t in threads:
-            t.join()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return healthy
+    return run_together(consumers)

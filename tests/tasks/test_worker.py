@@ -102,7 +102,7 @@ def test_sigterm_lets_the_running_task_finish(valkey_server, valkey, tmp_path):
     result = jobs.gated.enqueue("t")
     assert valkey.blpop(["test:started:t"], timeout=30), proc.output()
     proc.popen.send_signal(signal.SIGTERM)  # mid-task: stop claiming, finish what is in hand
-    wait_for(lambda: "finishing the tasks in hand" in proc.output(), timeout=30, what="the drain to begin")
+    wait_for(lambda: "finishing the jobs in hand" in proc.output(), timeout=30, what="the drain to begin")
     assert proc.popen.poll() is None
     valkey.rpush("test:gate:t", "1")
     assert proc.popen.wait(30) == 0, proc.output()

@@ -37,9 +37,7 @@ import json
 import logging
 import math
 import os
-import signal
 import socket
-import threading
 import traceback
 from dataclasses import dataclass
 from datetime import datetime
@@ -380,6 +378,7 @@ def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms
     """Run one Consumer per queue (and a reaper over them, which also
     promotes delayed jobs) until SIGTERM/SIGINT; False if a consumer died."""
     from echomq import Consumer, Reaper
+    from echomq.supervise import run_together
 
     runner = Runner(backend)
     queues = [backend.queue(n) for n in queue_names]
@@ -391,28 +390,4 @@ def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms
     if consumers_out is not None:
         consumers_out.extend(consumers)
     reaper = Reaper(queues, interval_ms=reap_interval_ms) if reap_interval_ms > 0 else None
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    threads = [threading.Thread(target=c.run, name=c.name, daemon=True) for c in consumers]
-    if reaper:
-        threads.append(threading.Thread(target=reaper.run, name="tasks-reaper", daemon=True))
-    healthy = True
-    try:
-        for t in threads:
-            t.start()
-        while not stop.wait(0.5):
-            if not all(t.is_alive() for t in threads):
-                log.error("a task consumer stopped unexpectedly; stopping the others")
-                healthy = False
-                break
-    finally:
-        log.info("run_tasks pid %d stopping: finishing the tasks in hand", os.getpid())
-        for c in consumers:
-            c.stop()
-        if reaper:
-            reaper.stop()
-        for t in threads:
-            t.join()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return healthy
+    return run_together(consumers + ([reaper] if reaper else []))
