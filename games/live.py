@@ -25,8 +25,7 @@ from __future__ import annotations
 import logging
 import time
 
-import redis
-
+from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 
 from . import leaderboard
@@ -77,7 +76,7 @@ def etag(round_id: str, player_id: str, client=None, now: float | None = None) -
     per poll. None when Valkey does not answer (the poll answers in full)."""
     try:
         mine, closed = (client or get_client()).mget(version_key(round_id, player_id), version_key(round_id))
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+    except UNAVAILABLE:
         return None
     bucket = int((clock() if now is None else now) // ETAG_BUCKET_S)
     return f'W/"{int(mine or 0)}.{int(closed or 0)}.{bucket}"'
@@ -167,7 +166,7 @@ def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None) ->
             near = client.zrevrange(lb, start, rank + AROUND, withscores=True)
             out["around"] = _rows(client, near, start + 1, player_id)
         return out
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+    except UNAVAILABLE as exc:
         log.warning("live snapshot of %s skipped, Valkey unreachable: %s", rnd.pk, exc)
         return None
 
@@ -182,7 +181,7 @@ def players_in(round_ids: list[str], client=None) -> dict[str, int]:
         for rid in round_ids:
             pipe.zcard(leaderboard.key(rid))
         return dict(zip(round_ids, pipe.execute()))
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+    except UNAVAILABLE as exc:
         log.warning("player counts skipped, Valkey unreachable: %s", exc)
         return {}
 

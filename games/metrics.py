@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 
 log = logging.getLogger("games.metrics")
@@ -66,11 +67,9 @@ class GameCollector:
         return []
 
     def collect(self):
-        import redis
-
         try:
             raw = {k.decode(): int(v) for k, v in get_client().hgetall(KEY).items()}
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        except UNAVAILABLE:
             return  # echomq_valkey_up says why
         sub = CounterMetricFamily("codemojex_guesses_submitted", "Guesses accepted (charged and queued)")
         sub.add_metric([], raw.get("submitted", 0))

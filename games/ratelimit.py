@@ -21,12 +21,12 @@ import re
 import time
 from dataclasses import dataclass
 
-import redis
 from django.conf import settings
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 
 log = logging.getLogger("games.ratelimit")
@@ -83,7 +83,7 @@ def hit(name: str, ident: str) -> Hit:
             pipe.incr(key)
             pipe.pexpire(key, window_ms + 1000)
             count, _ = pipe.execute()
-    except redis.RedisError as exc:
+    except UNAVAILABLE as exc:
         log.warning("rate limit %s not checked, Valkey unreachable: %s", name, exc)
         return Hit(True)
     retry_after = max(1, math.ceil(((window + 1) * window_ms - now_ms) / 1000))
@@ -95,7 +95,7 @@ def undo(h: Hit) -> None:
     if h.key:
         try:
             get_client().decr(h.key)
-        except redis.RedisError as exc:
+        except UNAVAILABLE as exc:
             log.warning("rate limit hit %s not given back: %s", h.key, exc)
 
 
