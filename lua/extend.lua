@@ -19,13 +19,8 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "fence"
 --- @include "cancel"
 
-arg_count(4)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+local P, id = arg_fenced(4)
 local lease = arg_int(ARGV[4], 'lease_ms', 1, MAX_MS)
-arg_key(1, P .. 'job:' .. id)
-arg_key(2, P .. 'active')
 
 local verdict = fence(KEYS[1], ARGV[3])
 if verdict == 'gone' then return GONE end

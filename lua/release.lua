@@ -23,12 +23,7 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "fence"
 --- @include "cancel"
 
-arg_count(3)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
-arg_key(1, P .. 'job:' .. id)
-arg_key(2, P .. 'active')
+local P, id = arg_fenced(3)
 
 local verdict = fence(KEYS[1], ARGV[3])
 if verdict == 'gone' then return GONE end

@@ -28,15 +28,10 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "stats"
 --- @include "keep"
 
-arg_count(6)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+local P, id = arg_fenced(6)
 local delay = arg_int(ARGV[4], 'delay_ms', 0, MAX_MS)
 local max_attempts = arg_int(ARGV[5], 'max_attempts', 1, MAX_COUNT)
 arg_text(ARGV[6], 'error')
-arg_key(1, P .. 'job:' .. id)
-arg_key(2, P .. 'active')
 arg_key(3, P .. 'schedule')
 arg_key(4, P .. 'dead')
 

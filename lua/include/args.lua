@@ -71,6 +71,18 @@ local function arg_count(n)
   if #ARGV ~= n then arg_fail('ARGV', 'want ' .. n .. ' arguments, got ' .. #ARGV) end
 end
 
+-- The opening every fenced call (complete, release, extend, retry) shares:
+-- ARGV prefix, id, token and then n - 3 of its own; KEYS job row, active.
+local function arg_fenced(n)
+  arg_count(n)
+  local P = arg_prefix(ARGV[1])
+  local id = arg_job(ARGV[2])
+  arg_int(ARGV[3], 'token', 1, MAX_TOKEN)
+  arg_key(1, P .. 'job:' .. id)
+  arg_key(2, P .. 'active')
+  return P, id
+end
+
 local function arg_text(v, what)
   if #v > MAX_TEXT then arg_fail(what, 'longer than ' .. MAX_TEXT .. ' bytes') end
   return v
