@@ -8,8 +8,9 @@ guess will be scored: by the job enqueued on commit, or -- if Valkey was
 unreachable then -- by the job the reaper's relay enqueues later under the
 same JOB id, which the queue deduplicates).
 
-The transaction is four statements between BEGIN and COMMIT, none of them a
-read-then-write:
+The transaction is four statements between BEGIN and COMMIT (two on
+PostgreSQL, where 2-4 are one statement of data-modifying CTEs, see
+``wallet.charge``), none of them a read-then-write:
 
 1. the round and this player's locks on it, in one SELECT that share-locks
    the round row (``FOR KEY SHARE`` on PostgreSQL). Settlement and voiding
@@ -31,11 +32,13 @@ reads the secret from the database.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 from collections import Counter
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Sequence
 
@@ -46,7 +49,7 @@ from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
 from . import metrics as game_metrics
-from .rows import insert_row
+from .rows import convert, insert_row
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
 from .models import Guess, LedgerEntry, Lock, Player, Round
@@ -115,19 +118,46 @@ def submit(player: Player, round: Round | str, emojis: Sequence[str], *,
     return guess
 
 
-def _round_and_locks(player_id: str, round_id: str) -> tuple[Round | None, dict[int, str]]:
-    """Statement 1: the round (share-locked until the transaction ends) and
-    the player's locks on it."""
+@dataclass(frozen=True)
+class _Open:
+    """What a submit needs of its round (statement 1), and nothing else:
+    the secret never comes into the web process."""
+    status: str
+    ends_at: datetime
+    keyboard: frozenset
+    currency: str
+    guess_price: int
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == Round.Status.OPEN and timezone.now() < self.ends_at
+
+
+_ROUND_FIELDS = ("status", "ends_at", "keyboard", "currency", "guess_price")
+
+
+@functools.cache
+def _round_sql(vendor: str) -> str:
     qn = connection.ops.quote_name
-    lock_of = " FOR KEY SHARE OF r" if connection.vendor == "postgresql" else ""
-    sql = (f"SELECT r.*, l.{qn('position')} AS lock_position, l.{qn('emoji')} AS lock_emoji "
-           f"FROM {qn(Round._meta.db_table)} r LEFT JOIN {qn(Lock._meta.db_table)} l "
-           f"ON l.{qn('round_id')} = r.{qn('id')} AND l.{qn('player_id')} = %s "
-           f"WHERE r.{qn('id')} = %s{lock_of}")
-    rows = list(Round.objects.raw(sql, [player_id, round_id]))
+    lock_of = " FOR KEY SHARE OF r" if vendor == "postgresql" else ""
+    return (f"SELECT {', '.join('r.' + qn(f) for f in _ROUND_FIELDS)}, l.{qn('position')}, l.{qn('emoji')} "
+            f"FROM {qn(Round._meta.db_table)} r LEFT JOIN {qn(Lock._meta.db_table)} l "
+            f"ON l.{qn('round_id')} = r.{qn('id')} AND l.{qn('player_id')} = %s "
+            f"WHERE r.{qn('id')} = %s{lock_of}")
+
+
+def _round_and_locks(player_id: str, round_id: str) -> tuple[_Open | None, dict[int, str]]:
+    """Statement 1: the round (share-locked until the transaction ends) and
+    the player's locks on it, through a plain cursor (a model instance of
+    the whole row cost more CPU than the statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_round_sql(connection.vendor), [player_id, round_id])
+        rows = cursor.fetchall()
     if not rows:
         return None, {}
-    return rows[0], {r.lock_position: r.lock_emoji for r in rows if r.lock_position is not None}
+    status, ends_at, keyboard, currency, price = convert(Round, _ROUND_FIELDS, rows[0][:5])
+    rnd = _Open(status, ends_at, frozenset(keyboard), currency, price)
+    return rnd, {pos: emoji for *_, pos, emoji in rows if pos is not None}
 
 
 def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess:
@@ -138,22 +168,22 @@ def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: 
         raise RoundClosed(rnd.status)
     if not rnd.is_open:
         raise RoundExpired()
-    keyboard = set(rnd.keyboard)
-    off = list(dict.fromkeys(e for e in sent if not isinstance(e, str) or e not in keyboard))
+    off = list(dict.fromkeys(e for e in sent if not isinstance(e, str) or e not in rnd.keyboard))
     if off:
         raise OffKeyboard([str(e) for e in off])
     final = locks.overlay(sent, my_locks)
     twice = [e for e, n in Counter(final).items() if n > 1]
     if twice:
         raise RepeatedEmoji(twice)
-    guess = Guess(player_id=player_id, round=rnd, idempotency_key=key, emojis_sent=sent, emojis_final=final,
-                  currency=rnd.currency, price=rnd.guess_price, fingerprint=fingerprint(final))
-    if guess.price:
-        try:
-            wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id)
-        except wallet.InsufficientFunds as short:
-            raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
-    insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
+    guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
+                  emojis_final=final, currency=rnd.currency, price=rnd.guess_price, fingerprint=fingerprint(final))
+    if not guess.price:
+        insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
+        return guess
+    try:  # the guess is written with its charge (one statement on PostgreSQL)
+        wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id, along=guess)
+    except wallet.InsufficientFunds as short:
+        raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
     return guess
 
 

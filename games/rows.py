@@ -1,13 +1,13 @@
-"""One INSERT of a model row through a plain cursor.
+"""Rows written through a plain cursor, for the guess POST's hot path.
 
 A guess POST writes two rows (the guess, its ledger entry). Built by
 ``Model.save(force_insert=True)``, those two statements took about a fifth
-of the POST's CPU in Django's query compiler. ``insert_row`` builds
-the statement once per model and adapts every value with the field's own
+of the POST's CPU in Django's query compiler. The helpers here build each
+statement once per model and adapt every value with the field's own
 ``pre_save``/``get_db_prep_save``, so the row written is the one ``save``
-would write. It sends no ``pre_save``/``post_save`` signals: use it only for
-models nothing listens to (``Guess``, ``LedgerEntry``) and whose primary key
-is set before the insert (branded ids are).
+would write. They send no ``pre_save``/``post_save`` signals: use them only
+for models nothing listens to (``Guess``, ``LedgerEntry``) and whose primary
+key is set before the insert (branded ids are).
 """
 from __future__ import annotations
 
@@ -17,18 +17,78 @@ from django.db import connection
 
 
 @cache
-def _statement(model, vendor: str) -> tuple[str, tuple]:
+def _columns(model) -> tuple[tuple, str]:
     fields = tuple(model._meta.concrete_fields)
     qn = connection.ops.quote_name
-    columns = ", ".join(qn(f.column) for f in fields)
-    return (f"INSERT INTO {qn(model._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})",
-            fields)
+    return fields, ", ".join(qn(f.column) for f in fields)
+
+
+def _params(obj, fields) -> list:
+    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
+def _saved(obj) -> None:
+    obj._state.adding, obj._state.db = False, connection.alias
 
 
 def insert_row(obj) -> None:
     """Write ``obj`` as a new row, as ``obj.save(force_insert=True)`` would."""
-    sql, fields = _statement(type(obj), connection.vendor)
-    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    fields, columns = _columns(type(obj))
+    table = connection.ops.quote_name(type(obj)._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-    obj._state.adding, obj._state.db = False, connection.alias
+        cursor.execute(f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})",
+                       _params(obj, fields))
+    _saved(obj)
+
+
+def insert_select(obj, source: str, *, from_source: dict[str, str] | None = None) -> tuple[str, list]:
+    """``INSERT INTO <obj's table> (...) SELECT ... FROM <source>``: one
+    row per row of ``source`` (a CTE name), with the columns named in
+    ``from_source`` taken from it (e.g. ``{"balance_after": "w.keys"}``) and
+    every other column from ``obj``. Answers SQL and params, for a
+    data-modifying CTE (PostgreSQL); the caller runs it and then
+    :func:`mark_saved` the objects it wrote."""
+    from_source = from_source or {}
+    fields, columns = _columns(type(obj))
+    values, params = [], []
+    for f in fields:
+        if f.attname in from_source:
+            values.append(from_source[f.attname])
+        else:
+            values.append("%s")
+            params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
+    table = connection.ops.quote_name(type(obj)._meta.db_table)
+    return f"INSERT INTO {table} ({columns}) SELECT {', '.join(values)} FROM {source}", params
+
+
+def mark_saved(*objs) -> None:
+    for obj in objs:
+        _saved(obj)
+
+
+# -- reading ----------------------------------------------------------------
+@cache
+def _converters(model, attnames: tuple[str, ...], vendor: str) -> tuple:
+    by_attname = {f.attname: f for f in model._meta.concrete_fields}
+    out = []
+    for name in attnames:
+        col = by_attname[name].get_col(model._meta.db_table)
+        out.append((col, tuple(connection.ops.get_db_converters(col) + col.get_db_converters(connection))))
+    return tuple(out)
+
+
+def convert(model, attnames: tuple[str, ...], values) -> list:
+    """A plain cursor's values for these fields, as the ORM would read them:
+    the same backend and field converters (aware datetimes on SQLite,
+    decoded JSON everywhere), looked up once per model and columns."""
+    out = []
+    for (col, converters), value in zip(_converters(model, attnames, connection.vendor), values):
+        for converter in converters:
+            value = converter(value, col, connection)
+        out.append(value)
+    return out
+
+
+def from_row(model, attnames: tuple[str, ...], values):
+    """A model instance from a plain cursor's row (only these fields loaded)."""
+    return model.from_db(connection.alias, attnames, convert(model, attnames, values))

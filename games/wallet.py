@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from .rows import insert_row
+from .rows import insert_row, insert_select, mark_saved
 from .models import Currency, LedgerEntry, Player, Wallet
 
 DIAMONDS_PER_KEY = 10
@@ -62,29 +62,52 @@ def apply(player, currency: str, delta: int, reason: str, reference: str = "", *
                                           balance_after=after, reason=reason, reference=reference)
 
 
-def charge(player, currency: str, amount: int, reason: str, reference: str) -> LedgerEntry:
-    """Take ``amount`` (> 0) in two statements and no read: a conditional
-    ``UPDATE … SET c = c - amount WHERE c >= amount RETURNING c`` (which
-    row-locks the wallet until the transaction ends, as ``lock_wallet``
-    does) and the ledger INSERT. InsufficientFunds, with nothing written,
+def charge(player, currency: str, amount: int, reason: str, reference: str, *, along=None) -> LedgerEntry:
+    """Take ``amount`` (> 0) with no read: a conditional ``UPDATE … SET c =
+    c - amount WHERE c >= amount RETURNING c`` (which row-locks the wallet
+    until the transaction ends, as ``lock_wallet`` does) and the ledger
+    INSERT. ``along`` is one more new row written only if the charge is
+    made (the guess it pays for). InsufficientFunds, with nothing written,
     when the balance is short or there is no wallet. Call it inside the
-    caller's transaction."""
+    caller's transaction.
+
+    On PostgreSQL it is all one statement: the INSERTs are data-modifying
+    CTEs that select from the UPDATE's RETURNING, so a short balance
+    (no row returned) writes nothing, and a refused INSERT (a unique
+    constraint) fails the whole statement. Elsewhere (SQLite) it is one
+    statement per row, in the caller's transaction."""
     currency = Currency(currency).value
     if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
         raise WalletError("a charge must be a positive whole number")
     pid = _player_id(player)
     qn, now = connection.ops.quote_name, timezone.now()
     col = qn(currency)  # a Currency value, checked above
-    sql = (f"UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %s, {qn('updated_at')} = %s "
-           f"WHERE {qn(Wallet._meta.pk.column)} = %s AND {col} >= %s RETURNING {col}")
+    update = (f"UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %s, {qn('updated_at')} = %s "
+              f"WHERE {qn(Wallet._meta.pk.column)} = %s AND {col} >= %s RETURNING {col}")
+    params = [amount, connection.ops.adapt_datetimefield_value(now), pid, amount]
+    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=None, reason=reason,
+                        reference=reference, created_at=now)
+    one_statement = connection.vendor == "postgresql"
+    if one_statement:
+        ledger, ledger_params = insert_select(entry, "w", from_source={"balance_after": f"w.{col}"})
+        ctes, params = [f"w AS ({update})", f"l AS ({ledger})"], params + ledger_params
+        if along is not None:
+            row, row_params = insert_select(along, "w")
+            ctes.append(f"a AS ({row})")
+            params += row_params
+        update = f"WITH {', '.join(ctes)} SELECT {col} FROM w"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [amount, connection.ops.adapt_datetimefield_value(now), pid, amount])
+        cursor.execute(update, params)
         row = cursor.fetchone()
     if row is None:
         raise InsufficientFunds(currency, amount, balances(pid)[currency])
-    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=row[0], reason=reason,
-                        reference=reference, created_at=now)
-    insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
+    entry.balance_after = row[0]
+    if one_statement:
+        mark_saved(entry, *([along] if along is not None else []))
+    else:
+        insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
+        if along is not None:
+            insert_row(along)
     return entry
 
 
