@@ -32,7 +32,6 @@ reads the secret from the database.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -42,17 +41,17 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Sequence
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
 from . import metrics as game_metrics
-from .rows import convert, insert_row
+from .rows import insert_row
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
-from .models import Guess, LedgerEntry, Lock, Player, Round
+from .models import Guess, LedgerEntry, Player, Round
 
 log = logging.getLogger("games.guesses")
 
@@ -136,28 +135,15 @@ class _Open:
 _ROUND_FIELDS = ("status", "ends_at", "keyboard", "currency", "guess_price")
 
 
-@functools.cache
-def _round_sql(vendor: str) -> str:
-    qn = connection.ops.quote_name
-    lock_of = " FOR KEY SHARE OF r" if vendor == "postgresql" else ""
-    return (f"SELECT {', '.join('r.' + qn(f) for f in _ROUND_FIELDS)}, l.{qn('position')}, l.{qn('emoji')} "
-            f"FROM {qn(Round._meta.db_table)} r LEFT JOIN {qn(Lock._meta.db_table)} l "
-            f"ON l.{qn('round_id')} = r.{qn('id')} AND l.{qn('player_id')} = %s "
-            f"WHERE r.{qn('id')} = %s{lock_of}")
-
-
 def _round_and_locks(player_id: str, round_id: str) -> tuple[_Open | None, dict[int, str]]:
-    """Statement 1: the round (share-locked until the transaction ends) and
-    the player's locks on it, through a plain cursor (a model instance of
-    the whole row cost more CPU than the statement)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_round_sql(connection.vendor), [player_id, round_id])
-        rows = cursor.fetchall()
-    if not rows:
+    """Statement 1: what submit needs of the round (share-locked until the
+    transaction ends) and the player's locks on it, through a plain cursor
+    (a model instance of the whole row cost more CPU than the statement)."""
+    fields, my_locks = locks.round_with_locks(round_id, player_id, _ROUND_FIELDS, share_lock=True)
+    if fields is None:
         return None, {}
-    status, ends_at, keyboard, currency, price = convert(Round, _ROUND_FIELDS, rows[0][:5])
-    rnd = _Open(status, ends_at, frozenset(keyboard), currency, price)
-    return rnd, {pos: emoji for *_, pos, emoji in rows if pos is not None}
+    status, ends_at, keyboard, currency, price = fields
+    return _Open(status, ends_at, frozenset(keyboard), currency, price), my_locks
 
 
 def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess:

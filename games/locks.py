@@ -3,12 +3,15 @@ to one keyboard emoji. ``submit`` overlays the locks on what was sent, so a
 lock always wins; locks persist across guesses until removed."""
 from __future__ import annotations
 
-from django.db import transaction
+import functools
+
+from django.db import connection, transaction
+from django.utils import timezone
 
 from . import engine
 from .errors import BadPosition, OffKeyboard, RoundClosed, RoundExpired, RoundNotFound
 from .models import Lock, Round
-from django.utils import timezone
+from .rows import convert
 
 
 def _open_round(round_or_id) -> Round:
@@ -46,6 +49,35 @@ def remove_lock(player, round_or_id, position: int) -> bool:
     rid = round_or_id.pk if isinstance(round_or_id, Round) else round_or_id
     deleted, _ = Lock.objects.filter(player_id=player.pk, round_id=rid, position=position).delete()
     return deleted > 0
+
+
+ROUND_FIELDS = tuple(f.attname for f in Round._meta.concrete_fields)
+
+
+@functools.cache
+def _with_locks_sql(fields: tuple[str, ...], vendor: str, share_lock: bool) -> str:
+    qn = connection.ops.quote_name
+    columns = {f.attname: f.column for f in Round._meta.concrete_fields}
+    lock_of = " FOR KEY SHARE OF r" if share_lock and vendor == "postgresql" else ""
+    return (f"SELECT {', '.join('r.' + qn(columns[f]) for f in fields)}, l.{qn('position')}, l.{qn('emoji')} "
+            f"FROM {qn(Round._meta.db_table)} r LEFT JOIN {qn(Lock._meta.db_table)} l "
+            f"ON l.{qn('round_id')} = r.{qn('id')} AND l.{qn('player_id')} = %s "
+            f"WHERE r.{qn('id')} = %s{lock_of}")
+
+
+def round_with_locks(round_id: str, player_id: str, fields: tuple[str, ...] = ROUND_FIELDS, *,
+                     share_lock: bool = False) -> tuple[list | None, dict[int, str]]:
+    """The round's ``fields`` (as the ORM reads them) and this player's
+    locks on it, in one statement through a plain cursor; (None, {}) when
+    there is no such round. ``share_lock`` holds the round row ``FOR KEY
+    SHARE`` until the transaction ends (PostgreSQL), as submit needs."""
+    with connection.cursor() as cursor:
+        cursor.execute(_with_locks_sql(fields, connection.vendor, share_lock), [player_id, round_id])
+        rows = cursor.fetchall()
+    if not rows:
+        return None, {}
+    n = len(fields)
+    return convert(Round, fields, rows[0][:n]), {row[n]: row[n + 1] for row in rows if row[n] is not None}
 
 
 def locks_for(player_id: str, round_id: str) -> dict[int, str]:

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import echomq
 from django.contrib import messages
+from django.db import connection
 from django.db.models import Q
 from django.http import Http404, HttpResponseNotModified, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -129,18 +130,28 @@ def _live(request, rnd: Round) -> dict | None:
     return snap
 
 
+def _round_and_locks(request, round_id: str) -> tuple[Round, dict[int, str]]:
+    """The round and my locks on it, in one statement; 404 if no such round."""
+    fields, my_locks = locks.round_with_locks(round_id, request.player.pk)
+    if fields is None:
+        raise Http404("No such round.")
+    return Round.from_db(connection.alias, locks.ROUND_FIELDS, fields), my_locks
+
+
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
-                 status: int = 200):
+                 status: int = 200, my_locks: dict[int, str] | None = None):
     """The round page; also the answer to a refused POST (with ``error``).
 
-    Its SQL is pinned by a test (six statements with the session and the
-    user): the player comes with wallet and unread count in one query, the
-    locks are read only while the round is open, the best total is taken
-    from the guesses already read, and the players around you come from
-    Valkey (``games.live``)."""
+    Its SQL is pinned by a test: the player comes with wallet and unread
+    count in one statement, the round with my locks in another, the best
+    total is taken from the guesses already read, and the players around
+    you come from Valkey (``games.live``)."""
     player = request.player
     playable = rnd.is_open
-    my_locks = locks.locks_for(player.pk, rnd.pk) if playable else {}
+    if not playable:
+        my_locks = {}
+    elif my_locks is None:
+        my_locks = locks.locks_for(player.pk, rnd.pk)
     slots = compose_draft(slots or [""] * engine.SIZE, my_locks)
     guesses = list(_my_guesses(player, rnd))
     rows = [guess_row(g, rnd) for g in guesses]
@@ -224,8 +235,8 @@ def _lobby(request):
 @require_GET
 @player_required
 def round_page(request, round_id: str):
-    rnd = _get_round(round_id)
-    return render_round(request, rnd, slots=DraftForm.from_query(request.GET))
+    rnd, my_locks = _round_and_locks(request, round_id)
+    return render_round(request, rnd, slots=DraftForm.from_query(request.GET), my_locks=my_locks)
 
 
 @require_POST

@@ -19,8 +19,8 @@ SECRET = ["🦊", "🐶", "🐰", "🐱", "🐹", "🐭"]
 GUESS = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
 MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # distinct, none in SECRET: a guess repeats no emoji
-ROUND_PAGE_SQL = 6  # session, user, player+wallet+unread, round, locks, my guesses
-POLL_SQL = 4  # session, user, round, my guesses (the player id is in the session)
+ROUND_PAGE_SQL = 3  # player+wallet+unread, the round with my locks, my guesses (session and user: cache)
+POLL_SQL = 2  # round, my guesses (session and user: cache; the player id is in the session)
 
 
 def slots(emojis):
@@ -58,18 +58,18 @@ def test_round_page_sql_is_pinned(client, make_player, make_round, kind, django_
     client.force_login(me.user)
     client.get(f"/rounds/{rnd.pk}/")
     resp, sql = queries(client, f"/rounds/{rnd.pk}/")
-    assert len(sql) <= ROUND_PAGE_SQL, "\n".join(sql)
+    assert len(sql) == ROUND_PAGE_SQL, "\n".join(sql)
     html = text(resp.content.decode())
     assert "6 players with a score · 6 guesses in the last minute" in html
     if kind == "classic":
         assert "p5" in html and "p2 (you)" in html  # the board, from Valkey
     # The poll costs no more than the page.
     resp, sql = queries(client, f"/rounds/{rnd.pk}/my-guesses.json")
-    assert len(sql) <= POLL_SQL, "\n".join(sql)
+    assert len(sql) == POLL_SQL, "\n".join(sql)
     # Settled: still within budget (no locks read, the secret is on the round row).
     settlement.settle_round(rnd.pk, force=True)
     resp, sql = queries(client, f"/rounds/{rnd.pk}/")
-    assert len(sql) <= ROUND_PAGE_SQL, "\n".join(sql)
+    assert len(sql) == ROUND_PAGE_SQL, "\n".join(sql)
 
 
 def test_neighbours_around_me_and_the_poll_carries_them(client, make_player, make_round,
