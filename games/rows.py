@@ -89,6 +89,16 @@ def convert(model, attnames: tuple[str, ...], values) -> list:
     return out
 
 
+@cache
+def _model_order(model, attnames: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    position = {f.attname: i for i, f in enumerate(model._meta.concrete_fields)}
+    order = tuple(sorted(range(len(attnames)), key=lambda i: position[attnames[i]]))
+    return tuple(attnames[i] for i in order), order
+
+
 def from_row(model, attnames: tuple[str, ...], values):
-    """A model instance from a plain cursor's row (only these fields loaded)."""
-    return model.from_db(connection.alias, attnames, convert(model, attnames, values))
+    """A model instance from a plain cursor's row (only these fields loaded;
+    ``Model.from_db`` wants them in the model's field order)."""
+    values = convert(model, attnames, values)
+    names, order = _model_order(model, attnames)
+    return model.from_db(connection.alias, names, [values[i] for i in order])
