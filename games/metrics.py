@@ -1,16 +1,24 @@
 """The game's figures for the people on call (names in docs/metrics.md).
 
 * Guesses submitted and refused (by reason) are counted in Valkey, in the
-  hash ``cm:metrics``: whichever web process took the request adds one, and
-  the ``/metrics`` endpoint reads the totals (:class:`GameCollector`), so the
-  figure is the site's, not one gunicorn worker's. Best effort: a Valkey
-  hiccup loses a count, never a request.
+  hash ``cm:metrics``, so the ``/metrics`` endpoint (:class:`GameCollector`)
+  reads the site's figure, not one gunicorn worker's. A web process counts
+  in memory and adds its counts to the hash at most once a second (one
+  pipelined HINCRBY per field, from a daemon thread; also at exit and
+  before this process serves ``/metrics``), so a guess POST pays no Valkey
+  round trip for them. Best effort: a Valkey hiccup loses a second of
+  counts, never a request.
 * Submit-to-scored latency is a histogram in the score worker process that
   scored the guess, exported on its ``--metrics-port``.
 """
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import threading
+import time
+from collections import Counter
 
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
@@ -32,11 +40,60 @@ except ImportError:  # metrics are optional
     prometheus_client = SCORED_LATENCY = None
 
 
+FLUSH_EVERY_S = 1.0
+
+
+class _Counts:
+    """Counts kept in this process until the next flush."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._sending = threading.Lock()  # one flush at a time; discard waits for it
+        self._pending: Counter = Counter()
+        self._flusher_pid = 0
+
+    def add(self, field: str) -> None:
+        with self._lock:
+            self._pending[field] += 1
+            if self._flusher_pid != os.getpid():  # first count here (or since a fork)
+                self._flusher_pid = os.getpid()
+                threading.Thread(target=self._flush_every_second, name="cm-metrics", daemon=True).start()
+
+    def _flush_every_second(self) -> None:
+        while True:
+            time.sleep(FLUSH_EVERY_S)
+            self.flush()
+
+    def _take(self) -> Counter:
+        with self._lock:
+            pending, self._pending = self._pending, Counter()
+        return pending
+
+    def flush(self) -> None:
+        with self._sending:
+            pending = self._take()
+            if not pending:
+                return
+            try:
+                pipe = get_client().pipeline(transaction=False)
+                for field, n in sorted(pending.items()):
+                    pipe.hincrby(KEY, field, n)
+                pipe.execute()
+            except Exception as exc:
+                log.debug("metrics %s not counted: %s", dict(pending), exc)
+
+    def discard(self) -> None:
+        """Drop what is not sent yet, once any flush under way is done (tests)."""
+        with self._sending:
+            self._take()
+
+
+COUNTS = _Counts()
+atexit.register(COUNTS.flush)
+
+
 def _count(field: str) -> None:
-    try:
-        get_client().hincrby(KEY, field, 1)
-    except Exception as exc:
-        log.debug("metric %s not counted: %s", field, exc)
+    COUNTS.add(field)
 
 
 def submitted() -> None:
@@ -67,6 +124,7 @@ class GameCollector:
         return []
 
     def collect(self):
+        COUNTS.flush()  # this process's latest counts
         try:
             raw = {k.decode(): int(v) for k, v in get_client().hgetall(KEY).items()}
         except UNAVAILABLE:

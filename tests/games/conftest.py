@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from echomq import Drop, Retry
 from echomq.contrib import django as emq_django
 from echomq.contrib.django import get_queue
+from games import metrics as game_metrics
 from games import rounds, wallet
 from games.emoji_sets import SETS
 from games.models import EmojiSet, Round
@@ -70,6 +71,7 @@ def _remove_sqlite_companions():
 @pytest.fixture(autouse=True)
 def valkey(valkey_server):
     """A flushed client on the test Valkey, which the game code now uses."""
+    game_metrics.COUNTS.discard()  # an earlier test's unsent counts are not this test's
     client = valkey_server.client()
     client.flushall()
     emq_django.reset_client(valkey_server.url)

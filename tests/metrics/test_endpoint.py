@@ -119,3 +119,16 @@ def test_valkey_down_answers_up_0_not_500(client, token):
     resp = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert resp.status_code == 200
     assert value(samples(resp.content.decode()), "echomq_valkey_up") == 0
+
+
+def test_counts_reach_valkey_within_a_second_or_so_without_a_scrape(valkey):
+    """A web process keeps its counts in memory and a daemon thread adds them
+    to ``cm:metrics`` about once a second: nobody has to read /metrics."""
+    from games import metrics as game_metrics
+
+    for _ in range(3):
+        game_metrics.submitted()
+    game_metrics.refused("closed")
+    want = {b"submitted": b"3", b"refused:closed": b"1"}
+    wait_for(lambda: valkey.hgetall(game_metrics.KEY) == want, timeout=5 * game_metrics.FLUSH_EVERY_S,
+             what=f"the flusher to write {want}")
