@@ -11,7 +11,9 @@ and one ``run_scoreworker`` with its default flags, all with the project's
 own settings. Then, side by side in this one run:
 
 * saturation (closed loop, 8 connections) of a bare Django view doing one
-  INSERT, of the round page GET, and of the guess form POST (score worker
+  INSERT, of the same view behind a player's session and CSRF check (the
+  floor of every game request: session, user, CSRF, then the INSERT), of
+  the round page GET, and of the guess form POST (score worker
   paused with SIGSTOP, so the POST is measured alone): requests/s, CPU per
   request of the web workers and PostgreSQL, SQL statements per request;
 * the score worker draining the guesses those POSTs queued plus 3,000 more
@@ -277,6 +279,11 @@ class Pipeline:
     def bare(self, i):
         return load.request("POST", "/bench/insert/", self.web_port), None
 
+    def signed(self, i):
+        body = urlencode({"csrfmiddlewaretoken": CSRF}).encode()
+        return load.request("POST", "/bench/signed-in/", self.web_port, cookie=self.cookies[i % PLAYERS],
+                            body=body), None
+
     def page(self, i):
         return load.request("GET", f"/rounds/{self.round.pk}/", self.web_port,
                             cookie=self.cookies[i % PLAYERS]), None
@@ -361,12 +368,20 @@ def run(args) -> dict:
                                        text=True).stdout.strip()}
     try:
         sat_s = 3 if args.quick else 6
-        log("warming up")
+        log("warming up: each player's first page (its session and user reach the cache)")
+
+        async def visit_all():
+            for i in range(PLAYERS):
+                await load._send(pl.web_port, pl.page(i)[0], 10)
+
+        asyncio.run(visit_all())
         asyncio.run(load.closed_loop(pl.web_port, 4, 1.0, pl.bare))
         asyncio.run(load.closed_loop(pl.web_port, 4, 1.0, pl.guess))
         pl.wait_drained(60)
         log("saturation: bare one-INSERT view")
         out["bare"] = saturate(pl, pl.bare, sat_s)
+        log("saturation: signed-in POST doing the same INSERT")
+        out["signed"] = saturate(pl, pl.signed, sat_s)
         log("saturation: round page GET")
         out["page"] = saturate(pl, pl.page, sat_s)
         log("saturation: guess POST (score worker paused)")
@@ -448,7 +463,9 @@ def report(out: dict) -> str:
              "", "-- saturation (closed loop, 8 connections)",
              f"{'path':<36}{'req/s':>8}{'x bare cost':>12}{'web ms':>8}{'pg ms':>7}{'valkey ms':>10}{'SQL/req':>8}{'errors':>7}"]
     base_cost = b["web_ms"] + b["pg_ms"]
-    for name, r in (("bare view, one INSERT", b), ("round page GET", pg), ("guess POST (worker paused)", po)):
+    rows = [("bare view, one INSERT", b), ("signed-in POST, one INSERT", out.get("signed")),
+            ("round page GET", pg), ("guess POST (worker paused)", po)]
+    for name, r in [(n, r) for n, r in rows if r]:
         cost = r["web_ms"] + r["pg_ms"] + r["valkey_ms"]
         lines.append(f"{name:<36}{fmt(r['rate']):>8}{fmt(cost / base_cost if base_cost else None, '.1f'):>12}"
                      f"{r['web_ms']:>8.2f}{r['pg_ms']:>7.2f}{r['valkey_ms']:>10.2f}{r['statements']:>8.1f}{r['errors']:>7}")

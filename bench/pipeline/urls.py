@@ -16,4 +16,14 @@ def insert(request):
     return HttpResponse(b"ok", content_type="text/plain")
 
 
-urlpatterns = [path("bench/insert/", insert), path("", include("codemojex_site.urls"))]
+def signed_in(request):
+    """The floor of any player's request: the session, the user and (for a
+    POST) the CSRF check, then one INSERT -- what every game page pays
+    before it does any game work."""
+    if not request.user.is_authenticated:
+        return HttpResponse(b"log in", status=401, content_type="text/plain")
+    return insert(request)
+
+
+urlpatterns = [path("bench/insert/", insert), path("bench/signed-in/", signed_in),
+               path("", include("codemojex_site.urls"))]
