@@ -16,7 +16,9 @@ here reads keys the scoring path already keeps, plus two small ones:
 * ``cm:names``, a hash PLR id -> username: each page view of a player sets
   their own name (the view already has it), so neighbours' names are read
   without a query. A name never set (a player who only used the API) is read
-  from the database once and then kept.
+  from the database once and then kept. Each process also keeps the names
+  it read for a minute, so a page of a busy round usually costs one round
+  trip here (two when you are below the top of the board).
 
 Valkey down: ``snapshot`` returns None and the page simply shows less.
 """
@@ -115,10 +117,27 @@ def record_activity_many(pipe, scored, now_ms: int | None = None) -> None:
         pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
 
 
+NAME_MEMO_S = 60.0   # how long this process trusts a name it has read
+NAME_MEMO_MAX = 50_000
+_name_memo: dict[str, tuple[str, float]] = {}
+
+
 def _names(client, player_ids: list[str]) -> dict[str, str]:
-    if not player_ids:
-        return {}
-    got = dict(zip(player_ids, client.hmget(NAMES, player_ids)))
+    """Usernames for the board rows: from this process's memo (a name is
+    kept ``NAME_MEMO_S`` seconds: a renamed player shows the old name that
+    long), else one HMGET of ``cm:names``, else the database."""
+    now = time.monotonic()
+    out: dict[str, str] = {}
+    ask = []
+    for pid in player_ids:
+        memo = _name_memo.get(pid)
+        if memo is not None and memo[1] > now:
+            out[pid] = memo[0]
+        else:
+            ask.append(pid)
+    if not ask:
+        return out
+    got = dict(zip(ask, client.hmget(NAMES, ask)))
     missing = [p for p, n in got.items() if n is None]
     if missing:  # once per player ever: afterwards the hash has it
         from .models import Player
@@ -126,8 +145,14 @@ def _names(client, player_ids: list[str]) -> dict[str, str]:
         found = dict(Player.objects.filter(pk__in=missing).values_list("pk", "user__username"))
         if found:
             client.hset(NAMES, mapping=found)
-        got.update({p: found.get(p, "(gone)").encode() for p in missing})
-    return {p: (n.decode() if isinstance(n, bytes) else n) for p, n in got.items()}
+        got.update({p: found[p] for p in found})
+    if len(_name_memo) > NAME_MEMO_MAX:
+        _name_memo.clear()
+    for pid, name in got.items():
+        if name is not None:
+            out[pid] = name.decode() if isinstance(name, bytes) else name
+            _name_memo[pid] = (out[pid], now + NAME_MEMO_S)
+    return {pid: out.get(pid, "(gone)") for pid in player_ids}
 
 
 def _rows(client, pairs, first_rank: int, me: str) -> list[dict]:

@@ -93,6 +93,27 @@ def test_neighbours_around_me_and_the_poll_carries_them(client, make_player, mak
     assert data["best"] == 100
 
 
+def test_a_second_look_at_the_board_reads_no_names_from_valkey(client, make_player, make_round, valkey,
+                                                               django_capture_on_commit_callbacks):
+    """Names read once are kept by the process for a minute: the next poll
+    sends no HMGET of cm:names (one round trip for the whole panel)."""
+    rnd = make_round(secret=SECRET)
+    players = [make_player(f"m{i}") for i in range(3)]
+    for i, p in enumerate(players):
+        guess_as(client, p, rnd, SECRET[:i] + MISSES[:6 - i], django_capture_on_commit_callbacks)
+    drain("cm", score_guess)
+    live._name_memo.clear()
+
+    def hmgets():
+        return valkey.info("commandstats").get("cmdstat_hmget", {}).get("calls", 0)
+
+    first = client.get(f"/rounds/{rnd.pk}/my-guesses.json").json()["live"]["top"]
+    before = hmgets()
+    again = client.get(f"/rounds/{rnd.pk}/my-guesses.json").json()["live"]["top"]
+    assert hmgets() == before and again == first
+    assert [r["name"] for r in again] == ["m2", "m1", "m0"]
+
+
 def test_blind_round_panel_counts_players_but_shows_no_board(client, make_player, make_round,
                                                             django_capture_on_commit_callbacks):
     rnd = make_round(secret=SECRET, kind="blind")
