@@ -139,14 +139,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # database keeps one connection open between requests and jobs instead of
 # opening (and warming) a new backend per request, which cost more than the
 # request's own SQL. A connection found broken at the start of a request is
-# replaced (CONN_HEALTH_CHECKS: one `SELECT 1` the first time a request uses
-# it); workers replace theirs on an OperationalError. So the connections a
+# replaced (CONN_HEALTH_CHECKS; on PostgreSQL a look at the socket, and a
+# `SELECT 1` only when the server has sent something); workers replace theirs
+# on an OperationalError. So the connections a
 # host holds are: gunicorn workers x threads (`manage.py up`: 2 x 1), plus
 # each score worker's --concurrency, plus one each for the notifier and the
 # reaper -- size PostgreSQL's max_connections (default 100) to the sum over
 # all hosts, or put PgBouncer in front.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that looks at the socket before
+    # it sends `SELECT 1` (see codemojex_site/db/base.py).
+    DATABASES["default"]["ENGINE"] = "codemojex_site.db"
 
 # Django's Redis cache on the same Valkey as the queues (codemojex_site.cache
 # resolves the URL on first use, so the embedded server starts only when
