@@ -8,9 +8,8 @@ guess will be scored: by the job enqueued on commit, or -- if Valkey was
 unreachable then -- by the job the reaper's relay enqueues later under the
 same JOB id, which the queue deduplicates).
 
-The transaction is four statements between BEGIN and COMMIT (two on
-PostgreSQL, where 2-4 are one statement of data-modifying CTEs, see
-``wallet.charge``), none of them a read-then-write:
+The transaction is four statements between BEGIN and COMMIT, none of them a
+read-then-write:
 
 1. the round and this player's locks on it, in one SELECT that share-locks
    the round row (``FOR KEY SHARE`` on PostgreSQL). Settlement and voiding
@@ -27,11 +26,20 @@ PostgreSQL, where 2-4 are one statement of data-modifying CTEs, see
    first guess is the answer), and an exact repeat of the player's earlier
    guess (refused, nothing charged).
 
+On PostgreSQL the usual guess (a priced round, sent with the player's
+locked emojis in their slots, as the form does) is one statement in
+autocommit instead (``_submit_in_one_statement``): data-modifying CTEs make
+the checks of statement 1 and the writes of 2-4 together, so it too has two
+outcomes and no third. Anything else -- refusals included -- falls through
+to the transaction, which decides and says why.
+
 The payload names the guess and the round, never the secret; the worker
 reads the secret from the database.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -41,7 +49,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Sequence
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from echomq.contrib.django import get_queue
@@ -51,7 +59,7 @@ from . import metrics as game_metrics
 from .rows import insert_row
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
-from .models import Guess, LedgerEntry, Player, Round
+from .models import Guess, LedgerEntry, Lock, Player, Round
 
 log = logging.getLogger("games.guesses")
 
@@ -95,8 +103,10 @@ def submit(player: Player, round: Round | str, emojis: Sequence[str], *,
     try:
         if len(sent) != engine.SIZE:
             raise WrongLength(len(sent))
-        with transaction.atomic():
-            guess = _submit_in_transaction(player.pk, round_id, sent, key)
+        guess = _submit_in_one_statement(player.pk, round_id, sent, key)
+        if guess is None:  # not taken as sent: the transaction decides, and says why if it refuses
+            with transaction.atomic():
+                guess = _submit_in_transaction(player.pk, round_id, sent, key)
     except IntegrityError:
         # A guess with this key (a double click, or two racing requests: the
         # loser waited on the wallet row, then its insert failed) or with
@@ -144,6 +154,75 @@ def _round_and_locks(player_id: str, round_id: str) -> tuple[_Open | None, dict[
         return None, {}
     status, ends_at, keyboard, currency, price = fields
     return _Open(status, ends_at, frozenset(keyboard), currency, price), my_locks
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """A round's fields that never change once it exists (the admin shows
+    them read-only): each process reads them once per round."""
+    keyboard: frozenset
+    currency: str
+    guess_price: int
+
+
+_FIXED_MAX = 10_000
+_fixed_rounds: dict[str, _Fixed] = {}
+
+
+def _fixed(round_id: str) -> _Fixed | None:
+    fixed = _fixed_rounds.get(round_id)
+    if fixed is None:
+        row = Round.objects.filter(pk=round_id).values_list("keyboard", "currency", "guess_price").first()
+        if row is None:
+            return None
+        if len(_fixed_rounds) >= _FIXED_MAX:
+            _fixed_rounds.clear()
+        fixed = _fixed_rounds[round_id] = _Fixed(frozenset(row[0]), row[1], row[2])
+    return fixed
+
+
+@functools.cache
+def _guard_sql(vendor: str) -> str:
+    """The two checks the transaction's statement 1 makes, as CTEs of the
+    one statement: the round is open (share-locked, as statement 1 does)
+    and none of the player's locks differs from what was sent."""
+    qn = connection.ops.quote_name
+    return (f"r AS (SELECT 1 FROM {qn(Round._meta.db_table)} WHERE {qn('id')} = %s AND {qn('status')} = %s "
+            f"AND {qn('ends_at')} > %s FOR KEY SHARE), "
+            f"bad AS (SELECT 1 FROM {qn(Lock._meta.db_table)} WHERE {qn('round_id')} = %s AND {qn('player_id')} = %s "
+            f"AND {qn('emoji')} <> (%s::text[])[{qn('position')} + 1])")
+
+
+def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess | None:
+    """The usual guess on PostgreSQL, as one statement in autocommit: no
+    BEGIN, no read, no COMMIT. The form sends the locked emojis in their
+    slots, so the guess as sent is usually the final guess already; the
+    statement writes the charge, its ledger row and the guess only if the
+    round is open and no lock of the player's differs from what was sent.
+
+    Answers None, having written nothing, when it cannot take the guess as
+    sent -- no such round, a free round, off the keyboard, a repeated emoji
+    (checked here from the round's fixed fields), or closed, expired, a lock
+    that differs, short of funds (checked by the statement): the
+    transaction path then decides, and says why if it refuses. The same
+    unique constraints judge a replayed key or a repeated guess (an
+    IntegrityError, as in the transaction path)."""
+    if connection.vendor != "postgresql":
+        return None
+    fixed = _fixed(round_id)
+    if (fixed is None or not fixed.guess_price or len(set(sent)) != len(sent)
+            or any(not isinstance(e, str) or e not in fixed.keyboard for e in sent)):
+        return None
+    guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
+                  emojis_final=sent, currency=fixed.currency, price=fixed.guess_price, fingerprint=fingerprint(sent))
+    guard = [round_id, Round.Status.OPEN, connection.ops.adapt_datetimefield_value(timezone.now()),
+             round_id, player_id, sent]
+    with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
+        # (inside a caller's transaction, a savepoint keeps a refused INSERT from spoiling it)
+        entry = wallet.charge_if(player_id, fixed.currency, fixed.guess_price, LedgerEntry.Reason.GUESS, guess.id,
+                                 along=guess, guard_ctes=_guard_sql(connection.vendor), guard_params=guard,
+                                 only_if=" AND EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM bad)")
+    return guess if entry is not None else None
 
 
 def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess:

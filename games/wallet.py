@@ -8,6 +8,8 @@ if some future code forgets the check.
 """
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
@@ -62,6 +64,42 @@ def apply(player, currency: str, delta: int, reason: str, reference: str = "", *
                                           balance_after=after, reason=reason, reference=reference)
 
 
+def _take(pid: str, currency: str, amount: int, only_if: str = "") -> tuple[str, list, str, datetime]:
+    """``UPDATE wallet SET c = c - amount WHERE c >= amount RETURNING c``:
+    no read, and it row-locks the wallet as ``lock_wallet`` does."""
+    qn, now = connection.ops.quote_name, timezone.now()
+    col = qn(currency)  # a Currency value, checked by the caller
+    sql = (f"UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %s, {qn('updated_at')} = %s "
+           f"WHERE {qn(Wallet._meta.pk.column)} = %s AND {col} >= %s{only_if} RETURNING {col}")
+    return sql, [amount, connection.ops.adapt_datetimefield_value(now), pid, amount], col, now
+
+
+def _charge_ctes(pid: str, currency: str, amount: int, reason: str, reference: str, along, *,
+                 only_if: str = "") -> tuple[list[str], list, str, LedgerEntry]:
+    """The charge as data-modifying CTEs (PostgreSQL): ``w`` takes the amount
+    (``UPDATE … WHERE c >= amount [AND only_if] RETURNING c``), ``l`` writes
+    the ledger row and ``a`` the ``along`` row, both selecting from ``w``, so
+    they are written only if the charge is. Answers the CTEs, their params,
+    the currency's quoted column and the (unsaved) ledger entry."""
+    update, params, col, now = _take(pid, currency, amount, only_if)
+    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=None, reason=reason,
+                        reference=reference, created_at=now)
+    ledger, ledger_params = insert_select(entry, "w", from_source={"balance_after": f"w.{col}"})
+    ctes, params = [f"w AS ({update})", f"l AS ({ledger})"], params + ledger_params
+    if along is not None:
+        row, row_params = insert_select(along, "w")
+        ctes.append(f"a AS ({row})")
+        params += row_params
+    return ctes, params, col, entry
+
+
+def _check_charge(currency: str, amount: int) -> str:
+    currency = Currency(currency).value
+    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+        raise WalletError("a charge must be a positive whole number")
+    return currency
+
+
 def charge(player, currency: str, amount: int, reason: str, reference: str, *, along=None) -> LedgerEntry:
     """Take ``amount`` (> 0) with no read: a conditional ``UPDATE … SET c =
     c - amount WHERE c >= amount RETURNING c`` (which row-locks the wallet
@@ -71,43 +109,53 @@ def charge(player, currency: str, amount: int, reason: str, reference: str, *, a
     when the balance is short or there is no wallet. Call it inside the
     caller's transaction.
 
-    On PostgreSQL it is all one statement: the INSERTs are data-modifying
-    CTEs that select from the UPDATE's RETURNING, so a short balance
-    (no row returned) writes nothing, and a refused INSERT (a unique
-    constraint) fails the whole statement. Elsewhere (SQLite) it is one
-    statement per row, in the caller's transaction."""
-    currency = Currency(currency).value
-    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
-        raise WalletError("a charge must be a positive whole number")
+    On PostgreSQL it is all one statement (``_charge_ctes``): a short
+    balance (no row returned) writes nothing, and a refused INSERT (a
+    unique constraint) fails the whole statement. Elsewhere (SQLite) it is
+    one statement per row, in the caller's transaction."""
+    currency = _check_charge(currency, amount)
     pid = _player_id(player)
-    qn, now = connection.ops.quote_name, timezone.now()
-    col = qn(currency)  # a Currency value, checked above
-    update = (f"UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %s, {qn('updated_at')} = %s "
-              f"WHERE {qn(Wallet._meta.pk.column)} = %s AND {col} >= %s RETURNING {col}")
-    params = [amount, connection.ops.adapt_datetimefield_value(now), pid, amount]
-    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=None, reason=reason,
-                        reference=reference, created_at=now)
-    one_statement = connection.vendor == "postgresql"
-    if one_statement:
-        ledger, ledger_params = insert_select(entry, "w", from_source={"balance_after": f"w.{col}"})
-        ctes, params = [f"w AS ({update})", f"l AS ({ledger})"], params + ledger_params
-        if along is not None:
-            row, row_params = insert_select(along, "w")
-            ctes.append(f"a AS ({row})")
-            params += row_params
-        update = f"WITH {', '.join(ctes)} SELECT {col} FROM w"
+    if connection.vendor == "postgresql":
+        ctes, params, col, entry = _charge_ctes(pid, currency, amount, reason, reference, along)
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH {', '.join(ctes)} SELECT {col} FROM w", params)
+            row = cursor.fetchone()
+        if row is None:
+            raise InsufficientFunds(currency, amount, balances(pid)[currency])
+        entry.balance_after = row[0]
+        mark_saved(entry, *([along] if along is not None else []))
+        return entry
+    update, params, _, now = _take(pid, currency, amount)
     with connection.cursor() as cursor:
         cursor.execute(update, params)
         row = cursor.fetchone()
     if row is None:
         raise InsufficientFunds(currency, amount, balances(pid)[currency])
+    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=row[0], reason=reason,
+                        reference=reference, created_at=now)
+    insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
+    if along is not None:
+        insert_row(along)
+    return entry
+
+
+def charge_if(player, currency: str, amount: int, reason: str, reference: str, *, along,
+              guard_ctes: str, guard_params: list, only_if: str) -> LedgerEntry | None:
+    """PostgreSQL only: ``charge`` as one statement that also checks
+    ``only_if`` (a condition over the caller's ``guard_ctes``, e.g. "the
+    round is open") in the same statement, in autocommit. Answers the
+    ledger entry, or None with nothing written (short of funds, or the
+    guard did not hold: the caller finds out which)."""
+    currency = _check_charge(currency, amount)
+    ctes, params, col, entry = _charge_ctes(_player_id(player), currency, amount, reason, reference, along,
+                                           only_if=only_if)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {guard_ctes}, {', '.join(ctes)} SELECT {col} FROM w", guard_params + params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
     entry.balance_after = row[0]
-    if one_statement:
-        mark_saved(entry, *([along] if along is not None else []))
-    else:
-        insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
-        if along is not None:
-            insert_row(along)
+    mark_saved(entry, along)
     return entry
 
 
