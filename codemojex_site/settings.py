@@ -152,6 +152,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # The same backend, with a health check that looks at the socket before
     # it sends `SELECT 1` (see codemojex_site/db/base.py).
     DATABASES["default"]["ENGINE"] = "codemojex_site.db"
+    # Parameters bound by the server, so psycopg prepares a statement a
+    # connection has run five times and PostgreSQL stops parsing and planning
+    # the hot ones (the guess POST's one statement, the round page's three):
+    # a quarter of PostgreSQL's CPU per guess POST. Behind PgBouncer in
+    # transaction mode this needs PgBouncer 1.21+ with max_prepared_statements
+    # set; DB_SERVER_SIDE_BINDING=0 turns it off.
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env.bool(
+        "DB_SERVER_SIDE_BINDING", default=True)
 
 # Django's Redis cache on the same Valkey as the queues (codemojex_site.cache
 # resolves the URL on first use, so the embedded server starts only when
