@@ -20,19 +20,19 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE
 from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html
 
-from echomq.contrib.django import get_client
 
 from . import guesses, leaderboard, rounds, settlement, wallet
 from .admin_forms import GrantForm, RoundCreateForm
 from .admin_guard import HIDDEN, GuardedAdmin, is_revealed, sealed_value
-from .models import (EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round, RoundEntry,
-                     Wallet)
+from .models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round,
+                     RoundEntry, Wallet)
 from .permissions import GRANT, REBUILD, SETTLE
 from .views.common import amount
 
@@ -304,38 +304,35 @@ class PlayerAdmin(ReadOnly):
     def diamonds(self, obj):
         return getattr(getattr(obj, "wallet", None), "diamonds", 0)
 
-    def _first_use(self, request, token: str) -> bool:
-        """Claim the form's one-time token (SET NX in Valkey, shared by every
-        web process), so a double-submitted grant is applied once."""
-        try:
-            first = get_client().set(f"cm:admin-grant:{token}", request.user.pk or 0, nx=True, ex=86_400)
-        except Exception as exc:
-            self.message_user(request, f"Nothing granted: Valkey is unreachable ({type(exc).__name__}); "
-                                       "try again.", messages.ERROR)
-            return False
-        if not first:
-            self.message_user(request, "This grant was already applied; nothing was granted again.",
-                              messages.WARNING)
-        return bool(first)
-
     @admin.action(description="Grant currency…", permissions=["grant"])
     def grant_currency(self, request, queryset):
         """Ask for currency, amount and reason, then write one ledger row per
-        player, and one admin-log entry per player saying who, what and why."""
+        player, and one admin-log entry per player saying who, what and why.
+
+        The form's one-time token is written (``AdminGrant``, unique) in the
+        same transaction as the ledger rows, so a second post of the same
+        form writes nothing: the database recognises it, whatever a cache
+        may have lost."""
         form = GrantForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             c, amount, reason = (form.cleaned_data[k] for k in ("currency", "amount", "reason"))
-            if not self._first_use(request, form.cleaned_data["token"]):
+            done = []
+            try:
+                with transaction.atomic():
+                    AdminGrant.objects.create(token=form.cleaned_data["token"], user=request.user)
+                    for player in queryset:
+                        try:
+                            done.append((player, wallet.grant(player, c, amount, reference=reason)))
+                        except wallet.WalletError as err:  # this player's row only (its own savepoint)
+                            self.message_user(request, f"{player}: {err.message}", messages.ERROR)
+            except IntegrityError:
+                self.message_user(request, "This grant was already applied; nothing was granted again.",
+                                  messages.WARNING)
                 return None
-            for player in queryset:
-                try:
-                    entry = wallet.grant(player, c, amount, reference=reason)
-                except wallet.WalletError as err:
-                    self.message_user(request, f"{player}: {err.message}", messages.ERROR)
-                else:
-                    self.log_change(request, player, f"Granted {entry.delta:+d} {c} (ledger {entry.pk}, balance "
-                                                     f"{entry.balance_after}); reason: {reason}")
-                    self.message_user(request, f"{player}: {entry.delta:+d} {c} -> {entry.balance_after}")
+            for player, entry in done:
+                self.log_change(request, player, f"Granted {entry.delta:+d} {c} (ledger {entry.pk}, balance "
+                                                 f"{entry.balance_after}); reason: {reason}")
+                self.message_user(request, f"{player}: {entry.delta:+d} {c} -> {entry.balance_after}")
             return None
         return TemplateResponse(request, "admin/games/player/grant.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Grant currency",

@@ -208,6 +208,20 @@ class LedgerEntry(models.Model):
         raise LedgerError("ledger entries are append-only")
 
 
+class AdminGrant(models.Model):
+    """One applied "Grant currency" form. Its token is unique, so the
+    database -- not a cache -- recognises a second post of the same form
+    (a double click, a resubmit) and writes nothing: the ledger rows and
+    this row commit together."""
+
+    token = models.CharField(max_length=64, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"grant form {self.token}"
+
+
 class Lock(models.Model):
     """A player's pinned emoji at one position of one round's guesses."""
 

@@ -83,7 +83,7 @@ def test_settle_now_goes_through_the_settle_queue(staff, make_round):
     assert " ".join(rnd.secret) in staff.get(f"/admin/games/round/{rnd.pk}/change/").content.decode()
 
 
-def test_grant_currency_action_writes_ledger_rows(staff, make_player):
+def test_grant_currency_action_writes_ledger_rows(staff, make_player, valkey):
     a, b = make_player("gina", keys=0), make_player("hal", keys=1)
     url = "/admin/games/player/"
     ask = staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk, b.pk]})
@@ -99,6 +99,9 @@ def test_grant_currency_action_writes_ledger_rows(staff, make_player):
     assert done.status_code == 302
     again = staff.post(url, grant, follow=True)  # a double click sends the same form twice
     assert "already applied" in again.content.decode()
+    assert wallet.balances(a)["keys"] == 7 and wallet.balances(b)["keys"] == 8
+    valkey.flushall()  # Valkey lost everything (a failover, a cut AOF): the database still knows the form
+    assert "already applied" in staff.post(url, grant, follow=True).content.decode()
     assert wallet.balances(a)["keys"] == 7 and wallet.balances(b)["keys"] == 8
     assert LedgerEntry.objects.filter(reference="ticket 9", reason="grant").count() == 2
     staff.post(url, {"action": "grant_currency", "_selected_action": [a.pk], "apply": "1",

@@ -18,13 +18,14 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from games.models import EmojiSet, Guess, LedgerEntry, Lock, Notification, Player, Round, RoundEntry, Wallet
+from games.models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, Player, Round, RoundEntry,
+                          Wallet)
 
 pytestmark = pytest.mark.django_db
 
 BUDGET = 40  # hypothesis examples per form
 FORM = "application/x-www-form-urlencoded"
-MODELS = [get_user_model(), Player, Wallet, LedgerEntry, Round, Guess, Lock, RoundEntry, Notification, EmojiSet,
+MODELS = [get_user_model(), Player, Wallet, LedgerEntry, Round, Guess, Lock, RoundEntry, Notification, EmojiSet, AdminGrant,
           LogEntry]
 KEYBOARD = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊", "🐻", "🐼", "🐨", "🐯", "🦁", "🐮"]
 
@@ -42,9 +43,9 @@ BAD_IDS = ["RND00000000000", "nope", "RND", "RND0000000000000000", "x" * 300, "�
            "RND%27%3Cscript%3E", "%2e%2e", "RND0000000000%20", "GES00000000000", "PLR00000000000", "%FF%FE"]
 
 
-# Valkey keys that hold state (queues, leaderboards, admin one-time tokens);
-# caches (sessions, names, rate-limit counters) may change on any request.
-STATE_KEYS = (b"emq:", b"cm:lb:", b"cm:admin-grant:")
+# Valkey keys that hold state (queues, leaderboards); caches (sessions,
+# names, rate-limit counters) may change on any request.
+STATE_KEYS = (b"emq:", b"cm:lb:")
 
 
 def snapshot(valkey) -> dict:
