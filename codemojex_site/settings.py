@@ -101,10 +101,11 @@ TEMPLATES = [
         "APP_DIRS": True,
         "OPTIONS": {
             "environment": "games.jinja2_env.environment",
-            # request, csrf_input and csrf_token come from the backend.
+            # request comes from the backend.
             "context_processors": [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "games.jinja2_env.csrf",
             ],
         },
     },

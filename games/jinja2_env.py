@@ -15,9 +15,9 @@ own is done here, so the pages come out byte for byte as before:
   Django's; ``amount``, ``until``, ... are the game's (``views.common``),
   and ``header_status()`` is the page header's balances and unread count.
 
-``request``, ``csrf_input`` and ``csrf_token`` come from Django's Jinja2
-backend; ``user``, ``perms`` and ``messages`` from the context processors
-named in ``settings.TEMPLATES``. Methods are called explicitly in Jinja2
+``request`` and ``csrf_token`` come from Django's Jinja2 backend; ``user``,
+``perms``, ``messages`` and ``csrf_input`` (one token per page, see
+``csrf``) from the context processors named in ``settings.TEMPLATES``. Methods are called explicitly in Jinja2
 (``rnd.get_status_display()``), and a dict's own keys are read as
 ``d["keys"]`` (``d.keys`` is the method).
 """
@@ -28,9 +28,12 @@ import functools
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.template.backends.utils import csrf_input
 from django.template.defaultfilters import date as _date
 from django.template.defaultfilters import pluralize
-from django.templatetags.static import static
+from django.templatetags.static import static as _static
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.formats import localize
 from django.utils.html import escape
@@ -74,6 +77,45 @@ def url(name: str, *args, **kwargs) -> str:
         return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
     except TypeError:  # an argument that cannot be a cache key
         return reverse(name, args=args or None)
+
+
+@functools.lru_cache(maxsize=256)
+def static(path: str) -> str:
+    """``{{ static('games/site.css') }}``, Django's ``{% static %}``, looked
+    up in the static files manifest once per process."""
+    return _static(path)
+
+
+@receiver(setting_changed)
+def _forget_addresses(setting, **kwargs):
+    """A test that changes the URLconf or the static files settings gets fresh addresses."""
+    if setting in ("ROOT_URLCONF", "FORCE_SCRIPT_NAME") or setting.startswith(("STATIC", "STORAGES")):
+        _reverse.cache_clear()
+        static.cache_clear()
+
+
+class _CsrfInput:
+    """The form's hidden CSRF input, made on first use and then reused: one
+    token per page, as Django's ``{% csrf_token %}`` gives (the backend's
+    ``csrf_input`` masks a new token at every use), and none asked for --
+    so no CSRF cookie set -- on a page without a form."""
+
+    __slots__ = ("_request", "_html")
+
+    def __init__(self, request):
+        self._request, self._html = request, None
+
+    def __html__(self) -> str:
+        if self._html is None:
+            self._html = csrf_input(self._request)
+        return self._html
+
+    __str__ = __html__
+
+
+def csrf(request) -> dict:
+    """Context processor (``settings.TEMPLATES``): ``csrf_input``, once per page."""
+    return {"csrf_input": _CsrfInput(request)}
 
 
 @pass_context
