@@ -50,7 +50,8 @@ def finalize(value):
     """What Django's ``{{ value }}`` does before escaping: dates in the
     current time zone, numbers and dates localized, and ``"``/``'``
     escaped Django's way (Jinja2's ``escape`` then leaves the result
-    alone). Plain strings and ints, nearly every value, pass through."""
+    alone). Plain strings and ints, nearly every value, pass through (an
+    int is what Django prints too while USE_THOUSAND_SEPARATOR is off)."""
     cls = value.__class__
     if cls is str:
         return escape(value) if '"' in value or "'" in value else value
@@ -71,12 +72,9 @@ def url(name: str, *args, **kwargs) -> str:
     """``{{ url('round', rnd.pk) }}``, Django's ``{% url %}``. A page
     reverses a dozen addresses; each is reversed once per process (for the
     script prefix and URLconf in force), then read from the cache."""
-    if kwargs:
-        return reverse(name, args=args or None, kwargs=kwargs)
-    try:
-        return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
-    except TypeError:  # an argument that cannot be a cache key
-        return reverse(name, args=args or None)
+    if kwargs or any(a.__class__ not in (str, int) for a in args):  # only ids make cache keys
+        return reverse(name, args=args or None, kwargs=kwargs or None)
+    return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
 
 
 @functools.lru_cache(maxsize=256)
