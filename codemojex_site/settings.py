@@ -91,7 +91,24 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "codemojex_site.urls"
 
+# The player pages (games/jinja2/: the game, its forms and the error pages)
+# are Jinja2, first, so their names resolve there; the admin, the queue
+# dashboard and any template Django's own views ask for are Django templates.
 TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "environment": "games.jinja2_env.environment",
+            # request comes from the backend.
+            "context_processors": [
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "games.jinja2_env.csrf",
+            ],
+        },
+    },
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [],

@@ -1,0 +1,174 @@
+"""The Jinja2 environment of the player pages (``games/jinja2/``).
+
+The pages were Django templates; Jinja2 compiles each one to a Python
+function, which renders the round page -- the answer every guess redirects
+to -- several times faster. What the Django template language did on its
+own is done here, so the pages come out byte for byte as before:
+
+- ``{{ value }}`` escapes ``"`` and ``'`` as Django does (``&quot;``,
+  ``&#x27;``) and localizes dates and numbers like Django's variable nodes
+  (``finalize``);
+- a missing attribute or key renders empty rather than failing, at any
+  depth (``ChainableUndefined``, Django's ``string_if_invalid``), and a
+  template file keeps its final newline;
+- ``url()``, ``static()``, the ``date`` and ``pluralize`` filters are
+  Django's; ``amount``, ``until``, ... are the game's (``views.common``),
+  and ``header_status()`` is the page header's balances and unread count.
+
+``request`` and ``csrf_token`` come from Django's Jinja2 backend; ``user``,
+``perms``, ``messages`` and ``csrf_input`` (one token per page, see
+``csrf``) from the context processors named in ``settings.TEMPLATES``. Methods are called explicitly in Jinja2
+(``rnd.get_status_display()``), and a dict's own keys are read as
+``d["keys"]`` (``d.keys`` is the method).
+"""
+from __future__ import annotations
+
+import datetime
+import functools
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.template.backends.utils import csrf_input
+from django.template.defaultfilters import date as _date
+from django.template.defaultfilters import pluralize
+from django.templatetags.static import static as _static
+from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils.formats import localize
+from django.utils.html import escape
+from django.utils.timezone import template_localtime
+from jinja2 import ChainableUndefined, Environment, pass_context
+
+from .models import Notification, Wallet
+from .views import common
+
+_LOCALIZED = (float, Decimal, datetime.date, datetime.time)
+
+
+def finalize(value):
+    """What Django's ``{{ value }}`` does before escaping: dates in the
+    current time zone, numbers and dates localized, and ``"``/``'``
+    escaped Django's way (Jinja2's ``escape`` then leaves the result
+    alone). Plain strings and ints, nearly every value, pass through (an
+    int is what Django prints too while USE_THOUSAND_SEPARATOR is off)."""
+    cls = value.__class__
+    if cls is str:
+        return escape(value) if '"' in value or "'" in value else value
+    if cls is int or hasattr(value, "__html__"):
+        return value
+    if isinstance(value, _LOCALIZED):
+        value = localize(template_localtime(value))
+    value = str(value)
+    return escape(value) if '"' in value or "'" in value else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _reverse(prefix: str, urlconf: str, name: str, args: tuple) -> str:
+    return reverse(name, urlconf=urlconf, args=args or None)
+
+
+def url(name: str, *args, **kwargs) -> str:
+    """``{{ url('round', rnd.pk) }}``, Django's ``{% url %}``. A page
+    reverses a dozen addresses; each is reversed once per process (for the
+    script prefix and URLconf in force), then read from the cache."""
+    if kwargs or any(a.__class__ not in (str, int) for a in args):  # only ids make cache keys
+        return reverse(name, args=args or None, kwargs=kwargs or None)
+    return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
+
+
+@functools.lru_cache(maxsize=256)
+def static(path: str) -> str:
+    """``{{ static('games/site.css') }}``, Django's ``{% static %}``, looked
+    up in the static files manifest once per process."""
+    return _static(path)
+
+
+@receiver(setting_changed)
+def _forget_addresses(setting, **kwargs):
+    """A test that changes the URLconf or the static files settings gets fresh addresses."""
+    if setting in ("ROOT_URLCONF", "FORCE_SCRIPT_NAME") or setting.startswith(("STATIC", "STORAGES")):
+        _reverse.cache_clear()
+        static.cache_clear()
+
+
+class _CsrfInput:
+    """The form's hidden CSRF input, made on first use and then reused: one
+    token per page, as Django's ``{% csrf_token %}`` gives (the backend's
+    ``csrf_input`` masks a new token at every use), and none asked for --
+    so no CSRF cookie set -- on a page without a form."""
+
+    __slots__ = ("_request", "_html")
+
+    def __init__(self, request):
+        self._request, self._html = request, None
+
+    def __html__(self) -> str:
+        if self._html is None:
+            self._html = csrf_input(self._request)
+        return self._html
+
+    __str__ = __html__
+
+
+def csrf(request) -> dict:
+    """Context processor (``settings.TEMPLATES``): ``csrf_input``, once per page."""
+    return {"csrf_input": _CsrfInput(request)}
+
+
+@pass_context
+def header_status(context) -> dict | None:
+    """The signed-in player's balances and unread notification count (the
+    page header, error pages included)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    player = getattr(request, "player", None)
+    if player is not None and hasattr(player, "unread"):  # loaded by player_required, no query
+        return {"unread": player.unread, "wallet": getattr(player, "wallet", None)}
+    player = player or getattr(user, "player", None)
+    if player is None:
+        return {"unread": 0, "wallet": None}
+    return {
+        "unread": Notification.objects.filter(player=player, read_at__isnull=True).count(),
+        "wallet": Wallet.objects.filter(player=player).first(),
+    }
+
+
+def date(value, arg=None) -> str:
+    """Django's ``date`` filter, in the current time zone as in a Django template."""
+    return _date(template_localtime(value), arg)
+
+
+def amount(n, currency: str) -> str:
+    """``{{ 1|amount("keys") }}`` -> "1 key"."""
+    return common.amount(n, currency)
+
+
+def signed_amount(n, currency: str) -> str:
+    """A ledger change: ``{{ -1|signed_amount("keys") }}`` -> "−1 key"."""
+    return common.amount(n, currency, signed=True)
+
+
+def until(when) -> str:
+    """Time left in words; "less than a minute" rather than "0 minutes"."""
+    return common.until(when) if when else ""
+
+
+def since(when) -> str:
+    """"5 minutes ago"; "less than a minute ago" rather than "0 minutes ago"."""
+    return common.since(when) if when else ""
+
+
+def environment(**options) -> Environment:
+    # The same output in development and production: Django's backend would
+    # print a missing name as "{{ name }}" under DEBUG.
+    options["undefined"] = ChainableUndefined
+    options.setdefault("keep_trailing_newline", True)
+    options.setdefault("finalize", finalize)
+    env = Environment(**options)
+    env.globals.update(url=url, static=static, header_status=header_status)
+    env.filters.update(date=date, pluralize=pluralize, amount=amount, signed_amount=signed_amount,
+                       until=until, since=since, emoji_name=common.emoji_name)
+    return env

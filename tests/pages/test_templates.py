@@ -1,0 +1,58 @@
+"""The player pages are Jinja2 (games/jinja2, games.jinja2_env); the admin
+and Django's own templates stay Django templates. The environment keeps
+what the Django templates did: Django's escaping, an empty string for a
+missing name at any depth, one CSRF token per page, addresses under the
+script prefix in force."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.template import engines, loader
+from django.template.backends.django import DjangoTemplates
+from django.template.backends.jinja2 import Jinja2
+from django.urls import set_script_prefix
+from django.utils.html import escape
+
+pytestmark = pytest.mark.django_db
+
+
+def test_player_pages_are_jinja2_and_the_admin_stays_django():
+    for name in ("games/round.html", "games/base.html", "404.html", "429.html", "500.html"):
+        assert isinstance(loader.get_template(name).backend, Jinja2), name
+    for name in ("admin/base_site.html", "admin/games/player/grant.html", "echomq/admin/overview.html"):
+        assert isinstance(loader.get_template(name).backend, DjangoTemplates), name
+
+
+def test_values_are_escaped_the_way_django_escapes_them():
+    env = engines["jinja2"]
+    nasty = """<b title="x">O'Brien & co</b>"""
+    assert env.from_string("{{ v }}").render({"v": nasty}) == escape(nasty)
+    assert env.from_string("{{ v }}").render({"v": 7}) == "7"
+    assert env.from_string("{{ v.missing.deeper }}|{{ nothing }}").render({"v": {}}) == "|"
+
+
+def test_the_round_page_has_one_csrf_token_for_all_its_forms(play, make_round):
+    rnd = make_round()
+    html = play.get(f"/rounds/{rnd.pk}/").content.decode()
+    tokens = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert len(tokens) == 2 and tokens[0] == tokens[1]  # log-out form and the composer
+
+
+def test_a_page_without_a_form_sets_no_csrf_cookie(client):
+    assert "csrftoken" not in client.get("/rules/").cookies
+    assert "csrftoken" in client.get("/login/").cookies
+
+
+def test_addresses_follow_the_script_prefix(make_round):
+    from games.jinja2_env import url
+
+    rnd = make_round()
+    assert url("round", rnd.pk) == f"/rounds/{rnd.pk}/"
+    set_script_prefix("/game/")
+    try:
+        assert url("round", rnd.pk) == f"/game/rounds/{rnd.pk}/"
+        assert url("lobby") == "/game/"
+    finally:
+        set_script_prefix("/")
+    assert url("lobby") == "/"
