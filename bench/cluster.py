@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     single = embedded.start_server(single_dir, port, appendonly=False)
     single_url = f"redis://127.0.0.1:{port}/0"
     embedded.wait_ready(single_url, proc=single)
-    cluster = embedded.LocalCluster(logdir / "cluster", primaries=3, replicas=0).start()
+    cluster = embedded.LocalCluster(logdir / "cluster", primaries=3, replicas=0, appendonly=False).start()
     rows = []
     try:
         common = dict(n=n, workers=a.workers, concurrency=a.concurrency, prefetch=a.prefetch, logdir=logdir,
