@@ -40,7 +40,7 @@ from typing import Iterable, Mapping
 
 
 from . import ids, keyspace
-from .cluster import TRANSIENT_ERRORS
+from .cluster import TRANSIENT_ERRORS, is_cluster, pipeline_by_node
 from .errors import InvalidName
 from .errors import UNAVAILABLE, Unavailable
 from .errors import translate as _typed
@@ -86,13 +86,26 @@ class _Claimed(list):
     """A sharded claim's reply: (shard index, how many asked, raw reply)."""
 
 
+class NodeBatch(Batch):
+    """A :class:`~echomq.scripts.Batch` that, on a cluster, sends each node's
+    calls as one plain pipeline (``cluster.pipeline_by_node``); a call the
+    node could not run goes again through the cluster pipeline, which follows
+    redirections. On one node it is a Batch."""
+
+    def _send(self, calls) -> list:
+        if not is_cluster(self.client) or not all(keys for _, keys, _ in calls):
+            return super()._send(calls)
+        commands = [(("EVALSHA", script.sha, len(keys), *keys, *args), keys[0]) for script, keys, args in calls]
+        return pipeline_by_node(self.client, commands, lambda idx: Batch._send(self, [calls[i] for i in idx]))
+
+
 class ShardedBatch:
     """Script calls on many shards in one pipelined round trip, answered as
     *logical* calls: a sharded ``complete_batch`` or ``claim`` made of one
     call per shard answers once, so a consumer reads it like a Queue's."""
 
     def __init__(self, client):
-        self.inner = Batch(client)
+        self.inner = NodeBatch(client)
         self.logical: list[tuple] = []  # (combine, [(inner index, meta)])
 
     def __len__(self) -> int:
@@ -190,7 +203,7 @@ class ShardedQueue:
                 job_id = ids.mint("JOB")
                 shard = self.shard_for(job_id=job_id)
                 calls.append((shard, shard._enqueue_call(item, job_id, None, None)))
-        batch = Batch(self.client)
+        batch = NodeBatch(self.client)
         for _, (_, keys, args) in calls:
             batch.add("enqueue", keys, args)
         out = []
@@ -379,7 +392,7 @@ class ShardedQueue:
     def extend_many(self, pairs, *, lease_ms: int) -> list:
         check_int(lease_ms, "lease_ms", 1, MAX_MS)
         pairs = list(pairs)
-        batch = Batch(self.client)
+        batch = NodeBatch(self.client)
         for job_id, attempts in pairs:
             shard = self.locate(job_id)
             batch.add("extend", *shard._extend_args(job_id, attempts, lease_ms))
@@ -388,7 +401,7 @@ class ShardedQueue:
     # -- maintenance -------------------------------------------------------------
     def _each(self, name: str, keys, args) -> list:
         """One script call per shard, one pipeline; errors raised typed."""
-        batch = Batch(self.client)
+        batch = NodeBatch(self.client)
         for s in self.shards:
             batch.add(name, keys(s), args(s))
         out = batch.run()
