@@ -308,8 +308,7 @@ class ShardedQueue:
                     self._full.discard(i)
                 else:
                     self._full.add(i)
-            for job in got:
-                self._where[job.id] = i
+            self._where.update((job.id, i) for job in got)
             jobs += got
         return jobs
 
@@ -337,9 +336,15 @@ class ShardedQueue:
 
     def _group(self, pairs) -> dict[int, list[tuple[int, str, int]]]:
         groups: dict[int, list] = {}
+        where = self._where  # jobs claimed here: known without a lookup (ids checked by the shard's call)
         for pos, (job_id, attempts) in enumerate(pairs):
-            i = self.shards.index(self.locate(job_id))
-            groups.setdefault(i, []).append((pos, job_id, attempts))
+            i = where.get(job_id)
+            if i is None:
+                i = self.shards.index(self.locate(job_id))
+            group = groups.get(i)
+            if group is None:
+                groups[i] = group = []
+            group.append((pos, job_id, attempts))
         return groups
 
     def add_complete_batch(self, batch: ShardedBatch, pairs) -> None:
