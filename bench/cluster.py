@@ -247,9 +247,12 @@ def main(argv=None) -> int:
               f"workers' CPU {clu['worker_cpu_us_per_job']:.1f} vs {one['worker_cpu_us_per_job']:.1f} us.")
         cores = os.cpu_count() or 1
         total = lambda r: r["cpu_us_per_job"] + r["worker_cpu_us_per_job"]
+        diff = total(clu) / total(one) - 1
+        same = ("both rows cost about the same CPU" if abs(diff) < 0.1 else
+                f"the cluster row costs {abs(diff):.0%} {'more' if diff > 0 else 'less'} CPU")
         print(f"Why not 3x: the {clu['nodes']} primaries, the {a.workers} workers and this process share {cores} "
               f"cores (load {os.getloadavg()[0]:.1f}): no primary has a core of its own, so there is nothing for the "
-              f"cluster to scale onto here. Per job both rows cost about the same CPU (Valkey + workers: "
+              f"cluster to scale onto here. Per job {same} (Valkey + workers: "
               f"{total(clu):.1f} vs {total(one):.1f} us; were the drain CPU-bound, that alone would give "
               f"{total(one) / total(clu):.2f}x)"
               + ("." if met else "; the rest of the gap to 1.00x is the shared cores' noise (see the paired column)."))
