@@ -241,7 +241,7 @@ class ShardedQueue:
             raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
         failed = next((x for x in r if isinstance(x, Exception)), None)
         if failed is not None:
-            raise Unavailable(f"Valkey unavailable: {type(failed).__name__}: {failed}")
+            raise _typed(failed)
         return [i for n, i in enumerate(candidates)
                 if (r[3 * n] or r[3 * n + 1]) and r[3 * n + 2] != b"1"]
 
@@ -265,7 +265,8 @@ class ShardedQueue:
                 return [(i, n)]
             size = len(self.shards)
             hot = [j for j in ((self._cursor + k) % size for k in range(size)) if j in self._hot]
-        if len(hot) > 1 and hot[0] not in self._full:
+            known = bool(hot) and hot[0] in self._full
+        if len(hot) > 1 and not known:
             busy = self._probe(hot)
             with self._lock:
                 self._hot.difference_update(set(hot) - set(busy))
