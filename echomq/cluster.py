@@ -118,7 +118,8 @@ def pipeline_by_node(client, commands: list[tuple[tuple, str]], fallback) -> lis
                 except redis.exceptions.ResponseError as exc:
                     out[i] = exc
                     continue
-                except UNAVAILABLE:  # read_response disconnected it; the rest are lost with it
+                except UNAVAILABLE:  # the rest are lost with the connection (LOADING, too, ends it)
+                    conn.disconnect()  # never hand back a connection with replies unread
                     redo += idx[n:]
                     break
                 if isinstance(reply, _REROUTE):
