@@ -164,11 +164,13 @@ def cluster_port() -> int:
     return next(p for p in iter(free_port, None) if p + 10000 < 65536)
 
 
-def cluster_args(node_dir: Path, port: int, node_timeout_ms: int) -> list[str]:
-    """Server flags of one cluster node: AOF on (fsync every second), a short
-    failover timeout, and no whole-cluster stop while one shard fails over."""
+def cluster_args(node_dir: Path, port: int, node_timeout_ms: int, appendonly: bool = True) -> list[str]:
+    """Server flags of one cluster node: AOF on (fsync every second) unless
+    ``appendonly`` is false (a benchmark), a short failover timeout, and no
+    whole-cluster stop while one shard fails over."""
     return [str(binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
-            "--save", "", "--protected-mode", "yes", "--appendonly", "yes", "--appendfsync", "everysec",
+            "--save", "", "--protected-mode", "yes", "--appendonly", "yes" if appendonly else "no",
+            "--appendfsync", "everysec",
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(node_timeout_ms),
             "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no",
@@ -245,13 +247,15 @@ class LocalCluster:
     :func:`ensure_cluster` runs one as daemons for an install."""
 
     def __init__(self, directory: str | os.PathLike, *, primaries: int = 3, replicas: int = 1,
-                 node_timeout_ms: int = 1000, ports: list[int] | None = None, daemon: bool = False):
+                 node_timeout_ms: int = 1000, ports: list[int] | None = None, daemon: bool = False,
+                 appendonly: bool = True):
         if primaries < 1 or replicas < 0:
             raise ValueError("need primaries >= 1 and replicas >= 0")
         self.directory = Path(directory)
         self.primaries, self.replicas = primaries, replicas
         self.node_timeout_ms = node_timeout_ms
         self.daemon = daemon
+        self.appendonly = appendonly  # False only for a throwaway cluster (bench.cluster)
         count = primaries * (1 + replicas)
         self.ports = list(ports) if ports else []
         while len(self.ports) < count:
@@ -274,7 +278,7 @@ class LocalCluster:
     def start_node(self, port: int) -> None:
         node_dir = self.node_dir(port)
         node_dir.mkdir(parents=True, exist_ok=True)
-        args = cluster_args(node_dir, port, self.node_timeout_ms)
+        args = cluster_args(node_dir, port, self.node_timeout_ms, self.appendonly)
         if self.daemon:
             args += ["--daemonize", "yes", "--pidfile", str(node_dir / "valkey.pid"),
                      "--logfile", str(node_dir / "valkey.log")]

@@ -78,7 +78,8 @@ class Queue:
     def _run(self, name: str, keys, args):
         return BUNDLE[name](self.client, keys, args)  # raises typed errors
 
-    def job_key(self, job_id: str) -> str:
+    def job_key(self, job_id: str, lane: str | None = None) -> str:
+        """The row key of ``job_id`` (``lane`` is where a ShardedQueue looks; one queue holds every lane)."""
         return keyspace.job_key(self.name, job_id)
 
     # -- admission --------------------------------------------------------

@@ -14,9 +14,12 @@ different primaries. It answers the ``Queue`` API:
   the first ``k`` whose slot falls in the ``i``-th S-th of the slot space),
   so S shards spread evenly over any cluster whose primaries split the slots
   evenly, and every process derives the same names from (name, S).
-* **claims and acks** go to the shards that hold the jobs, in one pipeline:
-  redis-py's cluster pipeline sends one batch per node. A consumer rotates
-  its starting shard every claim, so no shard starves.
+* **claims and acks** go to the shards that hold the jobs, in one round
+  trip: on a cluster, one plain pipeline per node (``NodeBatch``; a
+  redirection is followed through the cluster client). A consumer claims
+  from one shard per cycle and stays on it for a few cycles while it answers
+  full (so acks and claim mostly share a shard and a node), then moves on in
+  turn, so no shard starves.
 * **parking** -- ``BLPOP`` cannot span slots, so an idle consumer sends one
   ``BLPOP <shard wake list>`` per shard on its own connection, all at once,
   and waits in ``select()`` for the first answer (or its own doorbell, a
@@ -32,6 +35,7 @@ import functools
 import heapq
 import inspect
 import logging
+import random
 import selectors
 import socket
 import threading
@@ -40,7 +44,8 @@ from typing import Iterable, Mapping
 
 
 from . import ids, keyspace
-from .cluster import TRANSIENT_ERRORS
+from .cluster import TRANSIENT_ERRORS, is_cluster, pipeline_by_node
+from .cluster import pipeline as cluster_pipeline
 from .errors import InvalidName
 from .errors import UNAVAILABLE, Unavailable
 from .errors import translate as _typed
@@ -52,7 +57,7 @@ log = logging.getLogger("echomq.sharded")
 MAX_SHARDS = 1024
 
 
-CLAIM_CHUNK = 32  # slots per shard asked in one claim cycle (see _plan)
+STICKY_CYCLES = 4  # claim cycles a consumer stays on one shard that answers full (see _plan)
 
 
 @functools.lru_cache(maxsize=64)
@@ -86,13 +91,26 @@ class _Claimed(list):
     """A sharded claim's reply: (shard index, how many asked, raw reply)."""
 
 
+class NodeBatch(Batch):
+    """A :class:`~echomq.scripts.Batch` that, on a cluster, sends each node's
+    calls as one plain pipeline (``cluster.pipeline_by_node``); a call the
+    node could not run goes again through the cluster pipeline, which follows
+    redirections. On one node it is a Batch."""
+
+    def _send(self, calls) -> list:
+        if not is_cluster(self.client) or not all(keys for _, keys, _ in calls):
+            return super()._send(calls)
+        commands = [(("EVALSHA", script.sha, len(keys), *keys, *args), keys[0]) for script, keys, args in calls]
+        return pipeline_by_node(self.client, commands, lambda idx: Batch._send(self, [calls[i] for i in idx]))
+
+
 class ShardedBatch:
     """Script calls on many shards in one pipelined round trip, answered as
     *logical* calls: a sharded ``complete_batch`` or ``claim`` made of one
     call per shard answers once, so a consumer reads it like a Queue's."""
 
     def __init__(self, client):
-        self.inner = Batch(client)
+        self.inner = NodeBatch(client)
         self.logical: list[tuple] = []  # (combine, [(inner index, meta)])
 
     def __len__(self) -> int:
@@ -128,7 +146,10 @@ class ShardedQueue:
         self._where: dict[str, int] = {}     # job id -> shard, for jobs claimed here and not settled
         self._lock = threading.Lock()
         self._hot = set(range(len(self.shards)))  # shards that may have ready jobs
-        self._cursor = 0
+        self._cursor = random.randrange(len(self.shards))  # consumers start apart
+        self._current: int | None = None  # the shard this process claims from now
+        self._stay = 0                    # claim cycles spent on it in a row
+        self._full: set[int] = set()      # shards whose last claim here answered full
 
     def __repr__(self) -> str:
         return f"<ShardedQueue {self.name} x{len(self.shards)}>"
@@ -190,7 +211,7 @@ class ShardedQueue:
                 job_id = ids.mint("JOB")
                 shard = self.shard_for(job_id=job_id)
                 calls.append((shard, shard._enqueue_call(item, job_id, None, None)))
-        batch = Batch(self.client)
+        batch = NodeBatch(self.client)
         for _, (_, keys, args) in calls:
             batch.add("enqueue", keys, args)
         out = []
@@ -208,41 +229,56 @@ class ShardedQueue:
 
     def _probe(self, candidates: list[int]) -> list[int]:
         """Which of ``candidates`` have ready work (flat jobs or a servable
-        lane, and not paused): one read-only pipeline, nothing taken."""
-        pipe = self.client.pipeline(transaction=False)
+        lane, and not paused): one read-only round trip, nothing taken."""
+        commands = []
         for i in candidates:
             s = self.shards[i]
-            pipe.zcard(s.k_pending)
-            pipe.llen(s.k_ring)
-            pipe.hget(s.k_meta, "paused")
+            commands += [(("ZCARD", s.k_pending), s.k_pending), (("LLEN", s.k_ring), s.k_ring),
+                         (("HGET", s.k_meta, "paused"), s.k_meta)]
         try:
-            r = pipe.execute()
+            r = cluster_pipeline(self.client, commands)
         except TRANSIENT_ERRORS as exc:
             raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
+        failed = next((x for x in r if isinstance(x, Exception)), None)
+        if failed is not None:
+            raise _typed(failed)
         return [i for n, i in enumerate(candidates)
                 if (r[3 * n] or r[3 * n + 1]) and r[3 * n + 2] != b"1"]
 
     def _plan(self, n: int) -> list[tuple[int, int]]:
-        """(shard, how many) to ask for ``n`` jobs: the hot shards in turn
-        from a cursor that moves every call. With more hot shards than slots,
-        they are probed first so the few slots go to shards with work."""
+        """(shard, how many) to ask for ``n`` jobs: all from one shard.
+
+        A consumer stays on its shard for up to STICKY_CYCLES cycles while
+        that shard answers full claims, then moves on to the next hot shard
+        from a cursor that starts at a random shard per process. Staying
+        keeps a cycle's acks (the jobs of the last claims) and its claim on
+        one shard, so a cycle costs one complete_batch and one claim, as on a
+        plain queue, and on a cluster it goes to one node. Moving on bounds
+        what another shard waits. When several shards may have work and the
+        next is not known to have some (its last claim here answered full),
+        they are probed first (one read-only round trip), so the claim goes
+        to one that has some."""
         with self._lock:
-            order = [(self._cursor + k) % len(self.shards) for k in range(len(self.shards))]
-            hot = [i for i in order if i in self._hot]
-            self._cursor = (self._cursor + 1) % len(self.shards)
-        if len(hot) > n:
+            i = self._current
+            if i is not None and i in self._hot and self._stay < STICKY_CYCLES:
+                self._stay += 1
+                return [(i, n)]
+            size = len(self.shards)
+            hot = [j for j in ((self._cursor + k) % size for k in range(size)) if j in self._hot]
+            known = bool(hot) and hot[0] in self._full
+        if len(hot) > 1 and not known:
             busy = self._probe(hot)
             with self._lock:
                 self._hot.difference_update(set(hot) - set(busy))
             hot = busy
-        # Few, large claims: one shard per CLAIM_CHUNK slots, so a cycle costs
-        # about what a plain queue's does (each call has a fixed cost); the
-        # cursor moves every cycle, so every shard gets its turn.
-        hot = hot[:max(1, min(n, n // CLAIM_CHUNK))]
-        if not hot:
-            return []
-        share, extra = divmod(n, len(hot))
-        return [(i, share + (1 if k < extra else 0)) for k, i in enumerate(hot)]
+        with self._lock:
+            if not hot:
+                self._current = None
+                return []
+            i = hot[0]
+            self._current, self._stay = i, 1
+            self._cursor = (i + 1) % len(self.shards)
+        return [(i, n)]
 
     def add_claim(self, batch: ShardedBatch, n: int, *, lease_ms: int, **kw) -> None:
         parts = []
@@ -267,11 +303,13 @@ class ShardedQueue:
         jobs = []
         for i, ask, raw in reply:
             got = self.shards[i].parse_claim(raw)
-            if len(got) < ask:
-                with self._lock:
+            with self._lock:
+                if len(got) < ask:
                     self._hot.discard(i)
-            for job in got:
-                self._where[job.id] = i
+                    self._full.discard(i)
+                else:
+                    self._full.add(i)
+            self._where.update((job.id, i) for job in got)
             jobs += got
         return jobs
 
@@ -280,6 +318,7 @@ class ShardedQueue:
         Queue._claim_call(self.shards[0], n, lease_ms, consumer)  # validates n, lease_ms and consumer
         with self._lock:
             self._hot = set(range(len(self.shards)))  # a direct claim looks everywhere
+            self._current = None                       # and takes the next shard in turn
         jobs = []
         while len(jobs) < n:  # shards that ran short are dropped from the hot set
             batch = self.batch()
@@ -298,9 +337,15 @@ class ShardedQueue:
 
     def _group(self, pairs) -> dict[int, list[tuple[int, str, int]]]:
         groups: dict[int, list] = {}
+        where = self._where  # jobs claimed here: known without a lookup (ids checked by the shard's call)
         for pos, (job_id, attempts) in enumerate(pairs):
-            i = self.shards.index(self.locate(job_id))
-            groups.setdefault(i, []).append((pos, job_id, attempts))
+            i = where.get(job_id)
+            if i is None:
+                i = self.shards.index(self.locate(job_id))
+            group = groups.get(i)
+            if group is None:
+                groups[i] = group = []
+            group.append((pos, job_id, attempts))
         return groups
 
     def add_complete_batch(self, batch: ShardedBatch, pairs) -> None:
@@ -379,7 +424,7 @@ class ShardedQueue:
     def extend_many(self, pairs, *, lease_ms: int) -> list:
         check_int(lease_ms, "lease_ms", 1, MAX_MS)
         pairs = list(pairs)
-        batch = Batch(self.client)
+        batch = NodeBatch(self.client)
         for job_id, attempts in pairs:
             shard = self.locate(job_id)
             batch.add("extend", *shard._extend_args(job_id, attempts, lease_ms))
@@ -388,7 +433,7 @@ class ShardedQueue:
     # -- maintenance -------------------------------------------------------------
     def _each(self, name: str, keys, args) -> list:
         """One script call per shard, one pipeline; errors raised typed."""
-        batch = Batch(self.client)
+        batch = NodeBatch(self.client)
         for s in self.shards:
             batch.add(name, keys(s), args(s))
         out = batch.run()

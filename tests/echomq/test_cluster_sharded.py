@@ -133,6 +133,29 @@ def test_a_deep_shard_does_not_starve_the_others(rc):
     assert b"other" in order[:4], order
 
 
+def test_a_consumer_leaves_a_busy_shard_for_another_within_a_few_cycles(rc):
+    """A consumer stays on a shard that answers full for at most
+    STICKY_CYCLES cycles, then serves the next shard with work."""
+    from echomq.sharded import STICKY_CYCLES
+
+    q = ShardedQueue("sticky", rc, shards=4)
+    ids_on = lambda shard: (j for j in iter(lambda: ids.mint("JOB"), None) if q.shard_index(job_id=j) == shard)
+    deep = ids_on(0)
+    q.enqueue_many([{"payload": b"deep", "job_id": next(deep)} for _ in range(100)])
+    q.enqueue(b"other", job_id=next(ids_on(1)))
+    q._cursor = 0  # start at the deep shard (a process starts at a random one)
+    order = []
+
+    def handler(job):
+        order.append(job.payload)
+        if len(order) == 12:
+            c.stop()
+
+    c = Consumer(q, handler, concurrency=1, prefetch=0)  # one job per cycle
+    c.run()
+    assert b"other" in order[:STICKY_CYCLES + 1], order
+
+
 IDLE_CONSUMER = textwrap.dedent("""
     import sys, time, threading
     from echomq import Consumer, ShardedQueue
