@@ -291,8 +291,8 @@ def relay_unsent(*, older_than: timedelta = RELAY_AFTER, limit: int = 1000) -> d
     # Most queued guesses are simply waiting in the queue: look their job rows
     # up first (one pipelined EXISTS round trip) and enqueue only the missing.
     pipe = q.client.pipeline(transaction=False)
-    for _, jid, _, _ in rows:
-        pipe.exists(q.job_key(jid))
+    for _, jid, pid, _ in rows:
+        pipe.exists(q.job_key(jid, lane=pid))  # a sharded queue keeps the job on its lane's shard
     missing = [row for row, there in zip(rows, pipe.execute()) if not there]
     answers = q.enqueue_many([{"payload": _payload(gid, rid), "job_id": jid, "lane": pid}
                               for gid, jid, pid, rid in missing])
