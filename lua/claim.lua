@@ -18,6 +18,10 @@ ARGV[4] consumer         the claiming consumer's CSR id, or '' (kept on the row
 
 Reply: a flat array, four entries per job: id, payload, token, lane ('' if
 flat). Empty when nothing is ready or the queue is paused.
+
+A claim that takes fewer than n leaves nothing ready, so it empties the wake
+list (P..'wake'): a token left there would only wake a consumer to claim
+nothing. Tokens are pushed for work made ready later, so none is lost.
 Errors: EMQARG for a bad argument (nothing changed).
 ]]
 --- @include "args"
@@ -79,4 +83,5 @@ while taken < n and guard > 0 do
 end
 -- One ZADD for the whole batch: every lease ends at the same deadline.
 in_chunks('ZADD', KEYS[2], leases, 1000)
+if taken < n then redis.call('DEL', P .. 'wake') end  -- every token left is stale (see above)
 return out
