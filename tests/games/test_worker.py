@@ -165,3 +165,32 @@ def test_an_unscorable_guess_fails_alone(make_player, make_round):
     results = score_guesses([job_for(bad), job_for(good)])
     assert isinstance(results[0], ValueError) and results[1] is None
     assert Guess.objects.get(pk=good.pk).status == "scored" and Guess.objects.get(pk=bad.pk).status == "queued"
+
+
+def test_lock_batch_loads_what_the_orm_would_in_one_statement(make_player, make_round, valkey,
+                                                               django_assert_num_queries):
+    """scoring.lock_batch reads the batch without compiling a queryset; what
+    it loads must equal the ORM's own reading, converted alike (JSON, aware
+    datetimes), and touching it must cost no further query."""
+    from django.db import transaction
+
+    from games.scoring import GUESS_FIELDS, ROUND_FIELDS, lock_batch
+
+    guesses = _fifty_guesses(make_player, make_round)[:4]
+    score_guesses([job_for(guesses[0])])  # one scored: breakdown and scored_at set
+    with transaction.atomic():
+        with django_assert_num_queries(1):
+            got = lock_batch([g.id for g in guesses] + [ids.mint("GES")])  # a missing id is just absent
+            assert sorted(got) == sorted(g.id for g in guesses)
+            for g in got.values():
+                for f in GUESS_FIELDS:
+                    getattr(g, f)
+                for f in ROUND_FIELDS:
+                    getattr(g.round, f)
+    for g in got.values():
+        orm = Guess.objects.select_related("round").get(pk=g.pk)
+        assert {f: getattr(g, f) for f in GUESS_FIELDS} == {f: getattr(orm, f) for f in GUESS_FIELDS}
+        assert {f: getattr(g.round, f) for f in ROUND_FIELDS} == {f: getattr(orm.round, f) for f in ROUND_FIELDS}
+    scored = got[guesses[0].id]
+    assert scored.status == "scored" and isinstance(scored.breakdown, (dict, list)) and scored.scored_at.tzinfo
+    assert lock_batch([]) == {}
