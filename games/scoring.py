@@ -6,8 +6,9 @@ many times its job is delivered. The Valkey leaderboard is updated by the
 caller after commit (``ZADD GT`` makes that idempotent).
 
 ``lock_batch`` and ``score_many`` are the worker's path: the batch's guess
-rows locked and read with their rounds in one SELECT, then written in two
-statements, one UPDATE of the guesses and one upsert of the round entries;
+rows locked and read with their rounds in one SELECT, then written with one
+UPDATE of the guesses and one upsert of the round entries (one statement on
+PostgreSQL, two on SQLite);
 ``score_locked`` is one guess at a time, for settlement's stragglers.
 """
 from __future__ import annotations
@@ -100,31 +101,40 @@ def lock_batch(guess_ids) -> dict[str, Guess]:
 
 def score_many(scored: list[Guess]) -> None:
     """Write a batch of guesses that ``apply_score`` has scored: one UPDATE
-    and one round-entry upsert, whatever the batch size."""
+    and one round-entry upsert, whatever the batch size. On PostgreSQL both
+    go in one statement (the UPDATE as a data-modifying CTE, which runs to
+    completion whether or not the INSERT reads it); SQLite has no such CTE,
+    so it takes two."""
     if not scored:
         return
-    update_scored(scored)
-    add_to_entries(scored)
+    values, update, u_params = _update_scored(scored)
+    insert, e_params = _add_to_entries(scored)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"WITH v (id, total, breakdown, scored_at) AS ({values}), scored AS ({update}) {insert}",
+                           u_params + e_params)
+        else:
+            cursor.execute(f"WITH v (id, total, breakdown, scored_at) AS ({values}) {update}", u_params)
+            cursor.execute(insert, e_params)
 
 
-def update_scored(scored: list[Guess]) -> None:
-    """One ``UPDATE … FROM (VALUES …)`` for the batch (PostgreSQL and SQLite
-    alike); ``bulk_update``'s CASE per field costs a hundred times the CPU."""
+def _update_scored(scored: list[Guess]) -> tuple[str, str, list]:
+    """One ``UPDATE … FROM (VALUES …) v`` for the batch (PostgreSQL and
+    SQLite alike; ``bulk_update``'s CASE per field costs a hundred times the
+    CPU): the VALUES list, the UPDATE reading it as ``v``, and their params."""
     qn, pg = connection.ops.quote_name, connection.vendor == "postgresql"
     t = qn(Guess._meta.db_table)
-    sql = ("WITH v (id, total, breakdown, scored_at) AS (VALUES "
-           + ", ".join(["(%s, %s, %s, %s)"] * len(scored))
-           + f") UPDATE {t} SET {qn('status')} = %s, {qn('total')} = v.total, "
-           f"{qn('breakdown')} = v.breakdown{'::jsonb' if pg else ''}, {qn('scored_at')} = v.scored_at "
-           f"FROM v WHERE {t}.{qn('id')} = v.id")
+    values = "VALUES " + ", ".join(["(%s, %s, %s, %s)"] * len(scored))
+    update = (f"UPDATE {t} SET {qn('status')} = %s, {qn('total')} = v.total, "
+              f"{qn('breakdown')} = v.breakdown{'::jsonb' if pg else ''}, {qn('scored_at')} = v.scored_at "
+              f"FROM v WHERE {t}.{qn('id')} = v.id")
     field = Guess._meta.get_field("breakdown")
     params = [v for g in scored for v in (g.id, g.total, field.get_db_prep_value(g.breakdown, connection),
                                           connection.ops.adapt_datetimefield_value(g.scored_at))]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params + [Guess.Status.SCORED])
+    return values, update, params + [Guess.Status.SCORED]
 
 
-def add_to_entries(scored: list[Guess]) -> None:
+def _add_to_entries(scored: list[Guess]) -> tuple[str, list]:
     """Count the attempts and raise the best totals of the players' round
     entries in one ``INSERT … ON CONFLICT DO UPDATE`` (PostgreSQL and SQLite).
     The rule is ``score_locked``'s: the best total wins, a tie goes to the
@@ -147,8 +157,7 @@ def add_to_entries(scored: list[Guess]) -> None:
            f"{bt} = CASE WHEN {better} THEN excluded.{bt} ELSE {t}.{bt} END, "
            f"{bg} = CASE WHEN {better} OR {earlier_tie} THEN excluded.{bg} ELSE {t}.{bg} END")
     params = [v for (rid, pid), (n, total, gid) in rows for v in (rid, pid, n, total, gid)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    return sql, params
 
 
 def score_locked(guess: Guess, rnd: Round) -> engine.Result:

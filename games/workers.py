@@ -8,7 +8,7 @@ Delivery is at-least-once, so every handler is idempotent on its job:
   rounds in the same SELECT, ``scoring.lock_batch``: built once per batch size,
   not compiled per batch) and writes every queued -> scored transition
   with its round-entry attempt in one UPDATE and one upsert
-  (``scoring.score_many``): five statements for the whole batch. Only a guess found queued under its row lock is scored
+  (``scoring.score_many``): five statements for the whole batch (four on PostgreSQL). Only a guess found queued under its row lock is scored
   and counted, so a redelivered job changes nothing in the database; it
   re-applies just the idempotent effects (leaderboard ``ZADD GT``, the
   settle request after a perfect classic guess), which a crash may have cut
