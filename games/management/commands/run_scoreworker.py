@@ -1,9 +1,9 @@
 """Score guesses from queue ``cm`` (the only place a guess is scored).
 
 Each handler thread scores the guesses waiting for it in batches of up to
-``--batch`` (``games.workers.score_guesses``: one transaction of five (four
-on PostgreSQL) statements per batch, one Valkey pipeline after it), so a busy worker pays
-per batch what an idle one pays per guess. ``--batch-window-ms`` makes a
+``--batch`` (``games.workers.score_guesses``: one transaction of five
+statements per batch, four on PostgreSQL, and one Valkey pipeline after
+it), so a busy worker pays per batch what an idle one pays per guess. ``--batch-window-ms`` makes a
 moderate stream batch too: after an idle spell the worker waits that long
 from the first guess before it claims, so the guesses that follow closely
 share its claim, transaction and ack (see ``echomq.Consumer``)."""
