@@ -13,7 +13,7 @@ PostgreSQL, two on SQLite);
 """
 from __future__ import annotations
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from . import engine
@@ -46,7 +46,7 @@ def _loaded(model, attnames) -> list:
     return [f for f in model._meta.concrete_fields if f.attname in attnames]
 
 
-def _lock_statement(n: int) -> tuple[str, list]:
+def _lock_statement(connection, n: int) -> tuple[str, list]:
     """The SELECT of ``lock_batch`` for ``n`` ids, and each column's
     converters (the ORM's own, from the fields), built once per batch size:
     compiling the equivalent queryset cost more CPU than scoring the batch."""
@@ -83,7 +83,8 @@ def lock_batch(guess_ids) -> dict[str, Guess]:
     ids = sorted(guess_ids)
     if not ids:
         return {}
-    sql, converters = _lock_statement(len(ids))
+    connection = connections[DEFAULT_DB_ALIAS]  # resolved once: each ``db.connection.x`` is a thread-local lookup
+    sql, converters = _lock_statement(connection, len(ids))
     with connection.cursor() as cursor:
         cursor.execute(sql, ids)
         rows = cursor.fetchall()
@@ -107,8 +108,9 @@ def score_many(scored: list[Guess]) -> None:
     so it takes two."""
     if not scored:
         return
-    values, update, u_params = _update_scored(scored)
-    insert, e_params = _add_to_entries(scored)
+    connection = connections[DEFAULT_DB_ALIAS]  # resolved once: each ``db.connection.x`` is a thread-local lookup
+    values, update, u_params = _update_scored(connection, scored)
+    insert, e_params = _add_to_entries(connection, scored)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"WITH v (id, total, breakdown, scored_at) AS ({values}), scored AS ({update}) {insert}",
@@ -118,7 +120,7 @@ def score_many(scored: list[Guess]) -> None:
             cursor.execute(insert, e_params)
 
 
-def _update_scored(scored: list[Guess]) -> tuple[str, str, list]:
+def _update_scored(connection, scored: list[Guess]) -> tuple[str, str, list]:
     """One ``UPDATE … FROM (VALUES …) v`` for the batch (PostgreSQL and
     SQLite alike; ``bulk_update``'s CASE per field costs a hundred times the
     CPU): the VALUES list, the UPDATE reading it as ``v``, and their params."""
@@ -128,13 +130,12 @@ def _update_scored(scored: list[Guess]) -> tuple[str, str, list]:
     update = (f"UPDATE {t} SET {qn('status')} = %s, {qn('total')} = v.total, "
               f"{qn('breakdown')} = v.breakdown{'::jsonb' if pg else ''}, {qn('scored_at')} = v.scored_at "
               f"FROM v WHERE {t}.{qn('id')} = v.id")
-    field = Guess._meta.get_field("breakdown")
-    params = [v for g in scored for v in (g.id, g.total, field.get_db_prep_value(g.breakdown, connection),
-                                          connection.ops.adapt_datetimefield_value(g.scored_at))]
+    prep, adapt = Guess._meta.get_field("breakdown").get_db_prep_value, connection.ops.adapt_datetimefield_value
+    params = [v for g in scored for v in (g.id, g.total, prep(g.breakdown, connection), adapt(g.scored_at))]
     return values, update, params + [Guess.Status.SCORED]
 
 
-def _add_to_entries(scored: list[Guess]) -> tuple[str, list]:
+def _add_to_entries(connection, scored: list[Guess]) -> tuple[str, list]:
     """Count the attempts and raise the best totals of the players' round
     entries in one ``INSERT … ON CONFLICT DO UPDATE`` (PostgreSQL and SQLite).
     The rule is ``score_locked``'s: the best total wins, a tie goes to the
