@@ -449,7 +449,8 @@ class Consumer:
         try:
             with translated():
                 if self._parking is not None:
-                    return bool(self._parking.wait(self.beat_ms / 1000))  # the shards woken, if any
+                    # the shards woken (all of them after a timeout: then a window is just a short wait)
+                    return bool(self._parking.wait(self.beat_ms / 1000))
                 got = self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
                 return got is not None and got[0] in (self.queue.k_wake, self.queue.k_wake.encode())
         finally:

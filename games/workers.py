@@ -5,11 +5,13 @@ Delivery is at-least-once, so every handler is idempotent on its job:
 
 * ``score_guesses`` (the score worker's ``handler_many``) takes a batch of
   jobs and, in one transaction, locks their guess rows (reading their
-  rounds in the same SELECT, ``scoring.lock_batch``: built once per batch size,
-  not compiled per batch) and writes every queued -> scored transition
-  with its round-entry attempt in one UPDATE and one upsert
-  (``scoring.score_many``): five statements for the whole batch (four on PostgreSQL). Only a guess found queued under its row lock is scored
-  and counted, so a redelivered job changes nothing in the database; it
+  rounds in the same SELECT, ``scoring.lock_batch``: built once per batch
+  size, not compiled per batch) and writes every queued -> scored
+  transition with its round-entry attempt in one UPDATE and one upsert
+  (``scoring.score_many``; one statement on PostgreSQL): five statements
+  for the whole batch, four on PostgreSQL. Only a guess found queued under
+  its row lock is scored and counted, so a redelivered job changes nothing
+  in the database; it
   re-applies just the idempotent effects (leaderboard ``ZADD GT``, the
   settle request after a perfect classic guess), which a crash may have cut
   off the first time. After the commit, every leaderboard update and the

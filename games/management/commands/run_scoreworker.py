@@ -49,7 +49,8 @@ class Command(BaseCommand):
 
             export_scoring()
         self.stdout.write(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
-                          f"lease_ms={o['lease_ms']} batch={o['batch']} batch_window_ms={o['batch_window_ms']} prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
+                          f"lease_ms={o['lease_ms']} batch={o['batch']} batch_window_ms={o['batch_window_ms']} "
+                          f"prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
                           f"db={describe_db()}", ending="\n")
         self.stdout.flush()
         run_consumers([Consumer(queue, handler_many=score_guesses, batch=o["batch"],
