@@ -197,3 +197,18 @@ def test_lock_batch_loads_what_the_orm_would_in_one_statement(make_player, make_
     scored = got[guesses[0].id]
     assert scored.status == "scored" and isinstance(scored.breakdown, (dict, list)) and scored.scored_at.tzinfo
     assert lock_batch([]) == {}
+
+
+def test_run_scoreworker_batches_with_a_window_by_default(monkeypatch, valkey):
+    """The score worker's Consumer gets --batch-window-ms (default 20 ms), so
+    guesses a few ms apart share a claim, a transaction and an ack."""
+    from django.core.management import call_command
+
+    from games.management.commands import run_scoreworker
+
+    ran = []
+    monkeypatch.setattr(run_scoreworker, "run_consumers", ran.extend)
+    call_command("run_scoreworker")
+    call_command("run_scoreworker", "--batch-window-ms", "0")
+    assert [(c.batch, c.batch_window_ms) for c in ran] == [(50, 20), (50, 0)]
+    assert all(c.handler_many is score_guesses for c in ran)
