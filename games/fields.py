@@ -32,7 +32,13 @@ class Mint:
 
 
 class BrandedIdField(models.CharField):
-    """A CharField(14) holding a branded id of ``brand``, minted by default."""
+    """A CharField(14) holding a branded id of ``brand``, minted by default.
+
+    Ids are looked up whole, never by pattern: on PostgreSQL neither this
+    column nor a foreign key to it gets Django's extra ``varchar_pattern_ops``
+    index (``codemojex_site/db/schema.py``)."""
+
+    pattern_index = False
 
     def __init__(self, brand: str = "XXX", *args, **kwargs):
         self.brand = brand

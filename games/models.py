@@ -248,8 +248,10 @@ class Guess(models.Model):
 
     id = BrandedIdField("GES", primary_key=True)
     job_id = BrandedIdField("JOB", unique=True)
-    player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="guesses")
-    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="guesses")
+    # No index of their own: the unique (player, round, …) constraints and
+    # the (round, status) index lead with these columns.
+    player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="guesses", db_index=False)
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="guesses", db_index=False)
     idempotency_key = models.CharField(max_length=64, null=True, blank=True,
                                        help_text="one per player and round: a repeated key answers the first guess")
     emojis_sent = models.JSONField()

@@ -1,4 +1,5 @@
-"""Django's PostgreSQL backend, with a health check that costs no round trip.
+"""Django's PostgreSQL backend, with a health check that costs no round trip
+(and no pattern indexes on ids: see ``schema``).
 
 With ``CONN_HEALTH_CHECKS`` Django sends ``SELECT 1`` the first time each
 request uses its persistent connection: a round trip and a statement on
@@ -19,8 +20,12 @@ import select
 
 from django.db.backends.postgresql import base
 
+from .schema import DatabaseSchemaEditor
+
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    SchemaEditorClass = DatabaseSchemaEditor
+
     def is_usable(self):
         conn = self.connection
         if conn is None or conn.closed or conn.broken:
