@@ -17,10 +17,12 @@ Read it top to bottom the way it runs:
   round trip (on a sharded queue it rings the fetcher's doorbell instead), so
   an idle consumer costs one blocked call per beat and a finished job is
   acknowledged at once.
-* ``batch_window_ms`` (handler_many only): when a wake token ends a park, the
+* ``batch_window_ms`` (handler_many only): when a wake token ends a park
+  within two windows of the previous wake-up (jobs are streaming in), the
   fetcher waits that long before it claims, so jobs arriving close together
   are claimed, scored and acknowledged as one batch instead of one by one.
-  It costs an idle spell's first job up to that much latency, never more.
+  The first job after a quiet spell is claimed at once; a job in a stream
+  waits a window at most.
 * A heartbeat thread extends the lease of every job in hand every lease/3, so
   a slow handler keeps its lease for as long as its process lives. Its reply
   also says when a job was cancelled or its lease lost: ``job.cancelled``
@@ -154,12 +156,13 @@ class Consumer:
     Each thread holds up to ``batch`` jobs, so ``concurrency * batch +
     prefetch`` are claimed at most.
 
-    ``batch_window_ms`` (with ``handler_many``; default 0, off): after an
-    idle spell, wait this long from the first wake-up before claiming, so a
-    moderate stream (say 200 jobs/s) is handled in batches of several jobs
-    instead of one job per claim, handler call and ack. A job that arrives
-    alone is claimed ``batch_window_ms`` later than it would be; a busy
-    consumer (one that never parks) never waits.
+    ``batch_window_ms`` (with ``handler_many``; default 0, off): when a
+    wake-up follows the previous one within two windows, wait this long
+    before claiming, so a moderate stream (say 200 jobs/s) is handled in
+    batches of several jobs instead of one job per claim, handler call and
+    ack. The first job after a quiet spell is claimed at once (a player's
+    lone guess pays no window); a busy consumer (one that never parks)
+    never waits.
     """
 
     def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
@@ -200,6 +203,7 @@ class Consumer:
         self.beat_ms = beat_ms
         self.grace_ms = grace_ms
         self.batch_window_ms = batch_window_ms
+        self._last_wake = float("-inf")  # monotonic time of the fetcher's last wake-up (batch window)
         self.observer = observer or Observer()
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
@@ -277,9 +281,9 @@ class Consumer:
             try:
                 short = self._cycle(claim=True)[2]
                 failures = 0
-                if short and self._park() and self.batch_window_ms:
-                    # Work arrived after an idle spell: let the jobs close
-                    # behind it arrive too, and claim them as one batch.
+                if short and self._park() and self.batch_window_ms and self._streaming():
+                    # Work keeps arriving: let the jobs close behind this
+                    # one arrive too, and claim them as one batch.
                     self._stopping.wait(self.batch_window_ms / 1000)
                     self.stats["windows"] += 1
             except CONNECTION_ERRORS as exc:
@@ -289,6 +293,15 @@ class Consumer:
                 log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
                             type(exc).__name__, delay)
                 self._stopping.wait(delay)
+
+    def _streaming(self) -> bool:
+        """Whether this wake-up follows the last one within two windows, i.e.
+        jobs are arriving at least one per window or so: then waiting one
+        window gathers a batch. A job after a quiet spell is claimed at
+        once, so a lone job pays no window."""
+        now = time.monotonic()
+        last, self._last_wake = self._last_wake, now
+        return now - last < 2 * self.batch_window_ms / 1000
 
     def _free(self) -> int:
         """Slots free once the finished jobs are acknowledged (same cycle)."""
