@@ -93,6 +93,22 @@ def _charge_ctes(pid: str, currency: str, amount: int, reason: str, reference: s
     return ctes, params, col, entry
 
 
+def _charge_in_one_statement(pid: str, currency: str, amount: int, reason: str, reference: str, along, *,
+                             guard_ctes: str = "", guard_params: list = (), only_if: str = "") -> LedgerEntry | None:
+    """Run ``_charge_ctes`` (after the caller's ``guard_ctes``, if any) as
+    one statement. The ledger entry, or None with nothing written."""
+    ctes, params, col, entry = _charge_ctes(pid, currency, amount, reason, reference, along, only_if=only_if)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(([guard_ctes] if guard_ctes else []) + ctes)} SELECT {col} FROM w",
+                       [*guard_params, *params])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    entry.balance_after = row[0]
+    mark_saved(entry, *([along] if along is not None else []))
+    return entry
+
+
 def _check_charge(currency: str, amount: int) -> str:
     currency = Currency(currency).value
     if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
@@ -116,14 +132,9 @@ def charge(player, currency: str, amount: int, reason: str, reference: str, *, a
     currency = _check_charge(currency, amount)
     pid = _player_id(player)
     if connection.vendor == "postgresql":
-        ctes, params, col, entry = _charge_ctes(pid, currency, amount, reason, reference, along)
-        with connection.cursor() as cursor:
-            cursor.execute(f"WITH {', '.join(ctes)} SELECT {col} FROM w", params)
-            row = cursor.fetchone()
-        if row is None:
+        entry = _charge_in_one_statement(pid, currency, amount, reason, reference, along)
+        if entry is None:
             raise InsufficientFunds(currency, amount, balances(pid)[currency])
-        entry.balance_after = row[0]
-        mark_saved(entry, *([along] if along is not None else []))
         return entry
     update, params, _, now = _take(pid, currency, amount)
     with connection.cursor() as cursor:
@@ -147,16 +158,8 @@ def charge_if(player, currency: str, amount: int, reason: str, reference: str, *
     ledger entry, or None with nothing written (short of funds, or the
     guard did not hold: the caller finds out which)."""
     currency = _check_charge(currency, amount)
-    ctes, params, col, entry = _charge_ctes(_player_id(player), currency, amount, reason, reference, along,
-                                           only_if=only_if)
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH {guard_ctes}, {', '.join(ctes)} SELECT {col} FROM w", guard_params + params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    entry.balance_after = row[0]
-    mark_saved(entry, along)
-    return entry
+    return _charge_in_one_statement(_player_id(player), currency, amount, reason, reference, along,
+                                    guard_ctes=guard_ctes, guard_params=guard_params, only_if=only_if)
 
 
 def grant(player, currency: str, amount: int, *, reason: str = LedgerEntry.Reason.GRANT,
