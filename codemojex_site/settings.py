@@ -169,14 +169,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # The same backend, with a health check that looks at the socket before
     # it sends `SELECT 1` (see codemojex_site/db/base.py).
     DATABASES["default"]["ENGINE"] = "codemojex_site.db"
-    # Parameters bound by the server, so psycopg prepares a statement a
-    # connection has run five times and PostgreSQL stops parsing and planning
-    # the hot ones (the guess POST's one statement, the round page's three):
-    # a quarter of PostgreSQL's CPU per guess POST. Behind PgBouncer in
-    # transaction mode this needs PgBouncer 1.21+ with max_prepared_statements
-    # set; DB_SERVER_SIDE_BINDING=0 turns it off.
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env.bool(
-        "DB_SERVER_SIDE_BINDING", default=True)
+    # Parameters bound by the server, and a statement a connection has run
+    # five times prepared (psycopg's prepare_threshold; Django turns it off
+    # unless asked), so PostgreSQL stops parsing and planning the hot ones --
+    # the guess POST's one statement, the round page's three. Behind
+    # PgBouncer in transaction mode this needs PgBouncer 1.21+ with
+    # max_prepared_statements set; DB_SERVER_SIDE_BINDING=0 turns both off.
+    _SERVER_SIDE = env.bool("DB_SERVER_SIDE_BINDING", default=True)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        server_side_binding=_SERVER_SIDE, prepare_threshold=5 if _SERVER_SIDE else None)
 
 # Django's Redis cache on the same Valkey as the queues (codemojex_site.cache
 # resolves the URL on first use, so the embedded server starts only when

@@ -56,7 +56,7 @@ from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
 from . import metrics as game_metrics
-from .rows import insert_row
+from .rows import insert_row, mark_saved
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
 from .models import Guess, LedgerEntry, Lock, Player, Round
@@ -181,16 +181,59 @@ def _fixed(round_id: str) -> _Fixed | None:
     return fixed
 
 
+def _json(value):
+    """A JSONField value as Django adapts it for the database."""
+    return connection.ops.adapt_json_value(value, None)
+
+
 @functools.cache
-def _guard_sql(vendor: str) -> str:
-    """The two checks the transaction's statement 1 makes, as CTEs of the
-    one statement: the round is open (share-locked, as statement 1 does)
-    and none of the player's locks differs from what was sent."""
+def _statement(currency: str, guarded: bool) -> str:
+    """The guess written with its charge, as one statement (PostgreSQL),
+    built once: the wallet's charge CTEs (``w`` takes the price, ``l``
+    writes the ledger row) and ``g``, the guess, selecting from ``w`` -- so
+    the guess is written only if the charge is, and a refused INSERT (a
+    unique constraint) fails the whole statement.
+
+    ``guarded`` adds the two checks the transaction's statement 1 makes,
+    for the autocommit path: ``r``, the round is open (share-locked, as
+    statement 1 does), and ``bad``, none of the player's locks differs from
+    what was sent; the charge is made only if both hold."""
     qn = connection.ops.quote_name
-    return (f"r AS (SELECT 1 FROM {qn(Round._meta.db_table)} WHERE {qn('id')} = %s AND {qn('status')} = %s "
-            f"AND {qn('ends_at')} > %s FOR KEY SHARE), "
-            f"bad AS (SELECT 1 FROM {qn(Lock._meta.db_table)} WHERE {qn('round_id')} = %s AND {qn('player_id')} = %s "
-            f"AND {qn('emoji')} <> (%s::text[])[{qn('position')} + 1])")
+    guard, only_if = "", ""
+    if guarded:
+        guard = (f"r AS (SELECT 1 FROM {qn(Round._meta.db_table)} WHERE {qn('id')} = %(round)s "
+                 f"AND {qn('status')} = %(open)s AND {qn('ends_at')} > %(now)s FOR KEY SHARE), "
+                 f"bad AS (SELECT 1 FROM {qn(Lock._meta.db_table)} WHERE {qn('round_id')} = %(round)s "
+                 f"AND {qn('player_id')} = %(player)s AND {qn('emoji')} <> (%(final)s::jsonb ->> {qn('position')})), ")
+        only_if = " AND EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM bad)"
+    values = {"id": "%(guess)s", "job_id": "%(job)s", "player_id": "%(player)s", "round_id": "%(round)s",
+              "idempotency_key": "%(key)s", "emojis_sent": "%(sent)s", "emojis_final": "%(final)s",
+              "currency": "%(currency)s", "price": "%(amount)s", "status": "%(status)s", "total": "NULL",
+              "breakdown": "NULL", "created_at": "%(now)s", "scored_at": "NULL", "fingerprint": "%(fingerprint)s"}
+    columns = {f.attname: f.column for f in Guess._meta.concrete_fields}
+    assert values.keys() == columns.keys(), "every guess column needs a value here"
+    return (f"WITH {guard}{wallet.charge_ctes(currency, only_if)}, "
+            f"g AS (INSERT INTO {qn(Guess._meta.db_table)} ({', '.join(qn(columns[a]) for a in values)}) "
+            f"SELECT {', '.join(values.values())} FROM w) SELECT 1 FROM w")
+
+
+def _write_with_charge(guess: Guess, *, guarded: bool) -> bool:
+    """Run :func:`_statement` for ``guess`` (unsaved, priced); True if it
+    was written with its charge, False (nothing written) if the balance was
+    short or, ``guarded``, the round or the locks said no."""
+    params = wallet.charge_params(guess.player_id, guess.currency, guess.price, LedgerEntry.Reason.GUESS,
+                                  guess.id, guess.created_at)
+    sent = _json(guess.emojis_sent)
+    final = sent if guess.emojis_final == guess.emojis_sent else _json(guess.emojis_final)
+    params.update(round=guess.round_id, open=Round.Status.OPEN, guess=guess.id, job=guess.job_id,
+                  key=guess.idempotency_key, status=guess.status, fingerprint=guess.fingerprint,
+                  sent=sent, final=final)
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(params["currency"], guarded), params)
+        written = cursor.fetchone() is not None
+    if written:
+        mark_saved(guess)
+    return written
 
 
 def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess | None:
@@ -215,14 +258,10 @@ def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key
         return None
     guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
                   emojis_final=sent, currency=fixed.currency, price=fixed.guess_price, fingerprint=fingerprint(sent))
-    guard = [round_id, Round.Status.OPEN, connection.ops.adapt_datetimefield_value(timezone.now()),
-             round_id, player_id, sent]
     with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
         # (inside a caller's transaction, a savepoint keeps a refused INSERT from spoiling it)
-        entry = wallet.charge_if(player_id, fixed.currency, fixed.guess_price, LedgerEntry.Reason.GUESS, guess.id,
-                                 along=guess, guard_ctes=_guard_sql(connection.vendor), guard_params=guard,
-                                 only_if=" AND EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM bad)")
-    return guess if entry is not None else None
+        written = _write_with_charge(guess, guarded=True)
+    return guess if written else None
 
 
 def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess:
@@ -245,10 +284,15 @@ def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: 
     if not guess.price:
         insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
         return guess
-    try:  # the guess is written with its charge (one statement on PostgreSQL)
-        wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id, along=guess)
+    if connection.vendor == "postgresql":  # the guess is written with its charge, in one statement
+        if _write_with_charge(guess, guarded=False):
+            return guess
+        raise NotEnoughFunds(rnd.currency, guess.price, wallet.balances(player_id)[rnd.currency])
+    try:
+        wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id)
     except wallet.InsufficientFunds as short:
         raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
+    insert_row(guess)
     return guess
 
 

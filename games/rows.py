@@ -1,13 +1,14 @@
-"""Rows written through a plain cursor, for the guess POST's hot path.
+"""Rows written and read through a plain cursor, for the hot paths.
 
-A guess POST writes two rows (the guess, its ledger entry). Built by
-``Model.save(force_insert=True)``, those two statements took about a fifth
-of the POST's CPU in Django's query compiler. The helpers here build each
-statement once per model and adapt every value with the field's own
-``pre_save``/``get_db_prep_save``, so the row written is the one ``save``
-would write. They send no ``pre_save``/``post_save`` signals: use them only
-for models nothing listens to (``Guess``, ``LedgerEntry``) and whose primary
-key is set before the insert (branded ids are).
+Built by ``Model.save(force_insert=True)``, a guess and its ledger row cost
+more CPU in Django's query compiler than the INSERTs themselves. ``insert_row``
+builds each model's statement once and adapts every value with the field's
+own ``pre_save``/``get_db_prep_save``, so the row written is the one
+``save`` would write (SQLite's guess path and free guesses use it; on
+PostgreSQL the guess and its charge are one statement, built in
+``games.guesses``). It sends no ``pre_save``/``post_save`` signals: use it
+only for models nothing listens to (``Guess``, ``LedgerEntry``) and whose
+primary key is set before the insert (branded ids are).
 """
 from __future__ import annotations
 
@@ -39,26 +40,6 @@ def insert_row(obj) -> None:
         cursor.execute(f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})",
                        _params(obj, fields))
     _saved(obj)
-
-
-def insert_select(obj, source: str, *, from_source: dict[str, str] | None = None) -> tuple[str, list]:
-    """``INSERT INTO <obj's table> (...) SELECT ... FROM <source>``: one
-    row per row of ``source`` (a CTE name), with the columns named in
-    ``from_source`` taken from it (e.g. ``{"balance_after": "w.keys"}``) and
-    every other column from ``obj``. Answers SQL and params, for a
-    data-modifying CTE (PostgreSQL); the caller runs it and then
-    :func:`mark_saved` the objects it wrote."""
-    from_source = from_source or {}
-    fields, columns = _columns(type(obj))
-    values, params = [], []
-    for f in fields:
-        if f.attname in from_source:
-            values.append(from_source[f.attname])
-        else:
-            values.append("%s")
-            params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
-    table = connection.ops.quote_name(type(obj)._meta.db_table)
-    return f"INSERT INTO {table} ({columns}) SELECT {', '.join(values)} FROM {source}", params
 
 
 def mark_saved(*objs) -> None:

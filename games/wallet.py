@@ -8,13 +8,16 @@ if some future code forgets the check.
 """
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from .rows import insert_row, insert_select, mark_saved
+from echomq import ids
+
+from .rows import insert_row, mark_saved
 from .models import Currency, LedgerEntry, Player, Wallet
 
 DIAMONDS_PER_KEY = 10
@@ -64,51 +67,6 @@ def apply(player, currency: str, delta: int, reason: str, reference: str = "", *
                                           balance_after=after, reason=reason, reference=reference)
 
 
-def _take(pid: str, currency: str, amount: int, only_if: str = "") -> tuple[str, list, str, datetime]:
-    """``UPDATE wallet SET c = c - amount WHERE c >= amount RETURNING c``:
-    no read, and it row-locks the wallet as ``lock_wallet`` does."""
-    qn, now = connection.ops.quote_name, timezone.now()
-    col = qn(currency)  # a Currency value, checked by the caller
-    sql = (f"UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %s, {qn('updated_at')} = %s "
-           f"WHERE {qn(Wallet._meta.pk.column)} = %s AND {col} >= %s{only_if} RETURNING {col}")
-    return sql, [amount, connection.ops.adapt_datetimefield_value(now), pid, amount], col, now
-
-
-def _charge_ctes(pid: str, currency: str, amount: int, reason: str, reference: str, along, *,
-                 only_if: str = "") -> tuple[list[str], list, str, LedgerEntry]:
-    """The charge as data-modifying CTEs (PostgreSQL): ``w`` takes the amount
-    (``UPDATE … WHERE c >= amount [AND only_if] RETURNING c``), ``l`` writes
-    the ledger row and ``a`` the ``along`` row, both selecting from ``w``, so
-    they are written only if the charge is. Answers the CTEs, their params,
-    the currency's quoted column and the (unsaved) ledger entry."""
-    update, params, col, now = _take(pid, currency, amount, only_if)
-    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=None, reason=reason,
-                        reference=reference, created_at=now)
-    ledger, ledger_params = insert_select(entry, "w", from_source={"balance_after": f"w.{col}"})
-    ctes, params = [f"w AS ({update})", f"l AS ({ledger})"], params + ledger_params
-    if along is not None:
-        row, row_params = insert_select(along, "w")
-        ctes.append(f"a AS ({row})")
-        params += row_params
-    return ctes, params, col, entry
-
-
-def _charge_in_one_statement(pid: str, currency: str, amount: int, reason: str, reference: str, along, *,
-                             guard_ctes: str = "", guard_params: list = (), only_if: str = "") -> LedgerEntry | None:
-    """Run ``_charge_ctes`` (after the caller's ``guard_ctes``, if any) as
-    one statement. The ledger entry, or None with nothing written."""
-    ctes, params, col, entry = _charge_ctes(pid, currency, amount, reason, reference, along, only_if=only_if)
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(([guard_ctes] if guard_ctes else []) + ctes)} SELECT {col} FROM w",
-                       [*guard_params, *params])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    entry.balance_after = row[0]
-    mark_saved(entry, *([along] if along is not None else []))
-    return entry
-
-
 def _check_charge(currency: str, amount: int) -> str:
     currency = Currency(currency).value
     if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
@@ -116,50 +74,72 @@ def _check_charge(currency: str, amount: int) -> str:
     return currency
 
 
-def charge(player, currency: str, amount: int, reason: str, reference: str, *, along=None) -> LedgerEntry:
-    """Take ``amount`` (> 0) with no read: a conditional ``UPDATE … SET c =
-    c - amount WHERE c >= amount RETURNING c`` (which row-locks the wallet
-    until the transaction ends, as ``lock_wallet`` does) and the ledger
-    INSERT. ``along`` is one more new row written only if the charge is
-    made (the guess it pays for). InsufficientFunds, with nothing written,
-    when the balance is short or there is no wallet. Call it inside the
-    caller's transaction.
+@functools.cache
+def charge_ctes(currency: str, only_if: str = "") -> str:
+    """The charge as two data-modifying CTEs (PostgreSQL), built once per
+    currency and condition. ``w`` takes the amount -- ``UPDATE … SET c = c -
+    amount WHERE c >= amount [only_if] RETURNING c``: no read, and it
+    row-locks the wallet as ``lock_wallet`` does -- and ``l`` writes the
+    ledger row selecting from ``w``, so it is written only if the charge is.
+    Named parameters, from :func:`charge_params`; ``only_if`` is a condition
+    over the caller's own CTEs (e.g. "the round is open")."""
+    qn = connection.ops.quote_name
+    col = qn(Currency(currency).value)
+    ledger = {"id": "%(txn)s", "player_id": "%(player)s", "currency": "%(currency)s", "delta": "%(delta)s",
+              "balance_after": f"w.{col}", "reason": "%(reason)s", "reference": "%(reference)s",
+              "created_at": "%(now)s"}
+    columns = {f.attname: f.column for f in LedgerEntry._meta.concrete_fields}
+    assert ledger.keys() == columns.keys(), "every ledger column needs a value here"
+    return (f"w AS (UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %(amount)s, {qn('updated_at')} = %(now)s "
+            f"WHERE {qn(Wallet._meta.pk.column)} = %(player)s AND {col} >= %(amount)s{only_if} RETURNING {col}), "
+            f"l AS (INSERT INTO {qn(LedgerEntry._meta.db_table)} ({', '.join(qn(columns[a]) for a in ledger)}) "
+            f"SELECT {', '.join(ledger.values())} FROM w)")
 
-    On PostgreSQL it is all one statement (``_charge_ctes``): a short
-    balance (no row returned) writes nothing, and a refused INSERT (a
-    unique constraint) fails the whole statement. Elsewhere (SQLite) it is
-    one statement per row, in the caller's transaction."""
+
+def charge_params(player, currency: str, amount: int, reason: str, reference: str,
+                  now: datetime | None = None) -> dict:
+    """The parameters of :func:`charge_ctes` (the amount checked, the
+    ledger row's TXN id minted)."""
     currency = _check_charge(currency, amount)
-    pid = _player_id(player)
+    return {"player": _player_id(player), "currency": currency, "amount": amount, "delta": -amount,
+            "reason": reason, "reference": reference, "txn": ids.mint("TXN"), "now": now or timezone.now()}
+
+
+def _entry(params: dict, balance_after: int) -> LedgerEntry:
+    """The ledger row of a charge with these parameters (not yet saved)."""
+    return LedgerEntry(id=params["txn"], player_id=params["player"], currency=params["currency"],
+                       delta=params["delta"], balance_after=balance_after, reason=params["reason"],
+                       reference=params["reference"], created_at=params["now"])
+
+
+def charge(player, currency: str, amount: int, reason: str, reference: str) -> LedgerEntry:
+    """Take ``amount`` (> 0) with no read and record it. InsufficientFunds,
+    with nothing written, when the balance is short or there is no wallet.
+    Call it inside the caller's transaction: the wallet stays row-locked
+    until it ends, as ``lock_wallet`` would hold it.
+
+    On PostgreSQL this is one statement (:func:`charge_ctes`); elsewhere
+    (SQLite) the conditional ``UPDATE … RETURNING`` and the ledger INSERT."""
+    params = charge_params(player, currency, amount, reason, reference)
+    currency, pid = params["currency"], params["player"]
+    qn = connection.ops.quote_name
     if connection.vendor == "postgresql":
-        entry = _charge_in_one_statement(pid, currency, amount, reason, reference, along)
-        if entry is None:
-            raise InsufficientFunds(currency, amount, balances(pid)[currency])
-        return entry
-    update, params, _, now = _take(pid, currency, amount)
+        sql = f"WITH {charge_ctes(currency)} SELECT {qn(currency)} FROM w"
+    else:
+        col, table = qn(currency), qn(Wallet._meta.db_table)
+        sql = (f"UPDATE {table} SET {col} = {col} - %(amount)s, {qn('updated_at')} = %(now)s "
+               f"WHERE {qn(Wallet._meta.pk.column)} = %(player)s AND {col} >= %(amount)s RETURNING {col}")
     with connection.cursor() as cursor:
-        cursor.execute(update, params)
+        cursor.execute(sql, {**params, "now": connection.ops.adapt_datetimefield_value(params["now"])})
         row = cursor.fetchone()
     if row is None:
         raise InsufficientFunds(currency, amount, balances(pid)[currency])
-    entry = LedgerEntry(player_id=pid, currency=currency, delta=-amount, balance_after=row[0], reason=reason,
-                        reference=reference, created_at=now)
-    insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
-    if along is not None:
-        insert_row(along)
+    entry = _entry(params, row[0])
+    if connection.vendor == "postgresql":
+        mark_saved(entry)  # the statement wrote it
+    else:
+        insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
     return entry
-
-
-def charge_if(player, currency: str, amount: int, reason: str, reference: str, *, along,
-              guard_ctes: str, guard_params: list, only_if: str) -> LedgerEntry | None:
-    """PostgreSQL only: ``charge`` as one statement that also checks
-    ``only_if`` (a condition over the caller's ``guard_ctes``, e.g. "the
-    round is open") in the same statement, in autocommit. Answers the
-    ledger entry, or None with nothing written (short of funds, or the
-    guard did not hold: the caller finds out which)."""
-    currency = _check_charge(currency, amount)
-    return _charge_in_one_statement(_player_id(player), currency, amount, reason, reference, along,
-                                    guard_ctes=guard_ctes, guard_params=guard_params, only_if=only_if)
 
 
 def grant(player, currency: str, amount: int, *, reason: str = LedgerEntry.Reason.GRANT,
