@@ -13,6 +13,8 @@ whose typed errors the views show on the page.
 """
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.validators import MaxLengthValidator
@@ -50,34 +52,92 @@ def compose(slots: list[str], locks: dict[int, str], *, key: str | None = None,
     return out
 
 
-class DraftForm(forms.Form):
-    """The six positions of a guess being composed; empty ones allowed."""
+def read_draft(data) -> tuple[list[str], dict[str, list[str]]]:
+    """The draft in ``data`` (a form post or a page's query): six strings,
+    each stripped, '' for an empty position; and what is wrong with each
+    malformed one, by field name (the rules Django's ``CharField(max_length=
+    MAX_EMOJI_LENGTH, strip=True)`` applies, plus one emoji per position:
+    no whitespace inside). A malformed position reads as empty.
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for name in SLOTS:
-            self.fields[name] = forms.CharField(required=False, max_length=MAX_EMOJI_LENGTH, strip=True)
+    A plain reader rather than a Django form: it runs on every guess POST
+    and every round page, where copying a form's seven fields per request
+    cost more than the checks."""
+    slots, errors = [], {}
+    for name in SLOTS:
+        value = data.get(name) or ""
+        value = value.strip() if isinstance(value, str) else ""
+        if len(value) > MAX_EMOJI_LENGTH:
+            errors[name] = [f"Ensure this value has at most {MAX_EMOJI_LENGTH} characters (it has {len(value)})."]
+        elif "\x00" in value:
+            errors[name] = ["Null characters are not allowed."]
+        elif any(ch.isspace() for ch in value):
+            errors[name] = ["One emoji per position."]
+        slots.append("" if name in errors else value)
+    return slots, errors
 
-    def clean(self):
-        data = super().clean()
-        for name in SLOTS:
-            value = data.get(name) or ""
-            if any(ch.isspace() for ch in value):
-                self.add_error(name, "One emoji per position.")
-        return data
+
+class DraftForm:
+    """The six positions of a guess being composed; empty ones allowed.
+    The form interface the views use (``is_valid``, ``errors``,
+    ``cleaned_data``, ``slots``) over :func:`read_draft`."""
+
+    def __init__(self, data):
+        self._slots, self.errors = read_draft(data)
+        self.cleaned_data = {name: slot for name, slot in zip(SLOTS, self._slots) if name not in self.errors}
+
+    def is_valid(self) -> bool:
+        return not self.errors
 
     def slots(self) -> list[str]:
-        """The draft as six strings ('' for empty); valid forms only."""
-        return [self.cleaned_data.get(name) or "" for name in SLOTS]
+        """The draft as six strings ('' for empty or malformed)."""
+        return list(self._slots)
 
     @classmethod
     def from_query(cls, query) -> list[str]:
         """The draft carried in a page URL, or an empty one if it is not valid."""
-        form = cls(query)
-        return form.slots() if form.is_valid() else [""] * engine.SIZE
+        slots, errors = read_draft(query)
+        return [""] * engine.SIZE if errors else slots
 
 
-class ComposeForm(DraftForm):
+class GuessForm(DraftForm):
+    """Submit the draft. ``token`` is minted per page view and used as the
+    submission's idempotency key, so a double click is charged once."""
+
+    TOKEN = re.compile(r"[0-9a-f]{32}")
+
+    def __init__(self, data):
+        super().__init__(data)
+        token = data.get("token") or ""
+        token = token.strip() if isinstance(token, str) else ""
+        if token and not self.TOKEN.fullmatch(token):
+            self.errors["token"] = ["Enter a valid value."]
+            token = ""
+        self.cleaned_data["token"] = token
+
+    def emojis(self) -> list[str]:
+        """The filled positions in order; ``submit`` refuses fewer than six
+        with its own message, so nothing is charged for a short guess."""
+        return [s for s in self._slots if s]
+
+
+class _DraftWithChoices(forms.Form):
+    """A Django form for one edit of the draft (the choices below), whose
+    six positions are read by :func:`read_draft` like every other draft."""
+
+    def clean(self):
+        data = super().clean()
+        self._slots, problems = read_draft(self.data)
+        for messages in problems.values():
+            for message in messages:
+                self.add_error(None, message)
+        return data
+
+    def slots(self) -> list[str]:
+        """The draft as six strings ('' for empty or malformed)."""
+        return list(getattr(self, "_slots", None) or read_draft(self.data)[0])
+
+
+class ComposeForm(_DraftWithChoices):
     """One edit of the draft without JavaScript: a keyboard tap or an op."""
 
     OPS = [("backspace", "Backspace"), ("clear", "Clear")]
@@ -89,35 +149,21 @@ class ComposeForm(DraftForm):
         self.fields["op"] = forms.ChoiceField(required=False, choices=self.OPS)
 
 
-class LockForm(DraftForm):
+class LockForm(_DraftWithChoices):
     """Lock a position to the emoji the draft has there, or unlock it."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        positions = [(str(i), str(i + 1)) for i in range(engine.SIZE)]
-        self.fields["lock"] = forms.TypedChoiceField(required=False, coerce=int, choices=positions, empty_value=None)
-        self.fields["unlock"] = forms.TypedChoiceField(required=False, coerce=int, choices=positions, empty_value=None)
+    _POSITIONS = [(str(i), str(i + 1)) for i in range(engine.SIZE)]
+    lock = forms.TypedChoiceField(required=False, coerce=int, choices=_POSITIONS, empty_value=None)
+    unlock = forms.TypedChoiceField(required=False, coerce=int, choices=_POSITIONS, empty_value=None)
 
     def clean(self):
         data = super().clean()
         if (data.get("lock") is None) == (data.get("unlock") is None):
             raise forms.ValidationError("Choose one position to lock or unlock.")
         position = data.get("lock")
-        if position is not None and not (data.get(SLOTS[position]) or ""):
+        if position is not None and not self._slots[position]:
             raise forms.ValidationError(f"Put an emoji in position {position + 1} before locking it.")
         return data
-
-
-class GuessForm(DraftForm):
-    """Submit the draft. ``token`` is minted per page view and used as the
-    submission's idempotency key, so a double click is charged once."""
-
-    token = forms.RegexField(regex=r"^[0-9a-f]{32}$", required=False)
-
-    def emojis(self) -> list[str]:
-        """The filled positions in order; ``submit`` refuses fewer than six
-        with its own message, so nothing is charged for a short guess."""
-        return [s for s in self.slots() if s]
 
 
 class ExchangeForm(forms.Form):

@@ -11,7 +11,7 @@ own is done here, so the pages come out byte for byte as before:
 - a missing attribute or key renders empty rather than failing, at any
   depth (``ChainableUndefined``, Django's ``string_if_invalid``), and a
   template file keeps its final newline;
-- ``url()``, ``static()``, the ``date`` and ``pluralize`` filters are
+- ``url()`` (``views.common.url``), ``static()``, the ``date`` and ``pluralize`` filters are
   Django's; ``amount``, ``until``, ... are the game's (``views.common``),
   and ``header_status()`` is the page header's balances and unread count.
 
@@ -34,7 +34,6 @@ from django.template.backends.utils import csrf_input
 from django.template.defaultfilters import date as _date
 from django.template.defaultfilters import pluralize
 from django.templatetags.static import static as _static
-from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.formats import localize
 from django.utils.html import escape
 from django.utils.timezone import template_localtime
@@ -63,18 +62,7 @@ def finalize(value):
     return escape(value) if '"' in value or "'" in value else value
 
 
-@functools.lru_cache(maxsize=4096)
-def _reverse(prefix: str, urlconf: str, name: str, args: tuple) -> str:
-    return reverse(name, urlconf=urlconf, args=args or None)
-
-
-def url(name: str, *args, **kwargs) -> str:
-    """``{{ url('round', rnd.pk) }}``, Django's ``{% url %}``. A page
-    reverses a dozen addresses; each is reversed once per process (for the
-    script prefix and URLconf in force), then read from the cache."""
-    if kwargs or any(a.__class__ not in (str, int) for a in args):  # only ids make cache keys
-        return reverse(name, args=args or None, kwargs=kwargs or None)
-    return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
+url = common.url  # {{ url('round', rnd.pk) }}: Django's {% url %}, reversed once per process
 
 
 @functools.lru_cache(maxsize=256)
@@ -88,7 +76,7 @@ def static(path: str) -> str:
 def _forget_addresses(setting, **kwargs):
     """A test that changes the URLconf or the static files settings gets fresh addresses."""
     if setting in ("ROOT_URLCONF", "FORCE_SCRIPT_NAME") or setting.startswith(("STATIC", "STORAGES")):
-        _reverse.cache_clear()
+        common.forget_addresses()
         static.cache_clear()
 
 

@@ -2,8 +2,8 @@
 
 ``settings.RATE_LIMITS`` names each limit and its rate ("5/h", "3/s",
 "10/15m"; empty turns it off). A hit is one fixed-window counter in Valkey
-(INCR and PEXPIRE in one MULTI), shared by every web process, keyed by the
-client address or the user. Valkey unreachable means the limit lets the
+(one script call: INCR, and PEXPIRE on the window's first hit), shared by
+every web process, keyed by the client address or the user. Valkey unreachable means the limit lets the
 request through and logs it: a limit must not take the site down with it.
 
 Log-in failures are counted by django-axes (``settings.AXES_*``); its
@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from echomq import UNAVAILABLE
+from echomq.scripts import Script
 from echomq.contrib.django import get_client
 
 log = logging.getLogger("games.ratelimit")
@@ -61,6 +62,23 @@ def rate(name: str) -> Rate | None:
     return parse_rate(text) if text else None
 
 
+# KEYS[1]  the counter of one limit, ident and window
+# ARGV[1]  how long the counter lives, ms (the window plus a second)
+# Replies  the count of hits in the window, this one included
+_HIT_LUA = """
+local ttl = tonumber(ARGV[1])
+if not ttl or ttl < 1 or ttl % 1 ~= 0 then
+  return redis.error_reply('ERR rate limit: ARGV[1] (ttl ms) must be a positive integer')
+end
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return n
+"""
+
+
+_HIT = Script("cm.ratelimit.hit", _HIT_LUA)
+
+
 @dataclass(frozen=True)
 class Hit:
     allowed: bool
@@ -79,10 +97,7 @@ def hit(name: str, ident: str) -> Hit:
     digest = hashlib.blake2b(str(ident).encode("utf-8", "replace"), digest_size=12).hexdigest()
     key = f"cm:rl:{name}:{digest}:{window}"
     try:
-        with get_client().pipeline(transaction=True) as pipe:
-            pipe.incr(key)
-            pipe.pexpire(key, window_ms + 1000)
-            count, _ = pipe.execute()
+        count = _HIT(get_client(), [key], [window_ms + 1000])
     except UNAVAILABLE as exc:
         log.warning("rate limit %s not checked, Valkey unreachable: %s", name, exc)
         return Hit(True)

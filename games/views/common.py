@@ -6,9 +6,11 @@ import unicodedata
 
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import connection
 from django.http import JsonResponse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
 from ..models import Notification, Player, Wallet
@@ -27,6 +29,26 @@ def emoji_name(emoji: str) -> str:
     Unicode names of the parts (🐕‍🦺 -> "guide dog safety vest")."""
     parts = [unicodedata.name(ch, "").lower() for ch in emoji if ch not in _JOINERS]
     return " ".join(p for p in parts if p) or "emoji"
+
+
+@functools.lru_cache(maxsize=4096)
+def _reverse(prefix: str, urlconf: str, name: str, args: tuple) -> str:
+    return reverse(name, urlconf=urlconf, args=args or None)
+
+
+def url(name: str, *args, **kwargs) -> str:
+    """``reverse(name, args=args)``, and the pages' ``{{ url('round', rnd.pk) }}``
+    (Django's ``{% url %}``). A page reverses a dozen addresses and every
+    guess redirects to one; each is reversed once per process (for the
+    script prefix and URLconf in force), then read from the cache."""
+    if kwargs or any(a.__class__ not in (str, int) for a in args):  # only ids make cache keys
+        return reverse(name, args=args or None, kwargs=kwargs or None)
+    return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
+
+
+def forget_addresses() -> None:
+    """After a test changes the URLconf or the script name."""
+    _reverse.cache_clear()
 
 
 def amount(n: int, currency: str, *, signed: bool = False) -> str:

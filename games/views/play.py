@@ -34,6 +34,7 @@ from ..models import Guess, Player, Round, RoundEntry
 from ..rows import from_row
 from ..wallet import DIAMONDS_PER_KEY
 from .common import amount, emoji_name, player_required
+from .common import url as common_url
 from ..ratelimit import limited
 
 log = logging.getLogger("games.views")
@@ -65,14 +66,14 @@ def get_shows_round(view):
     @functools.wraps(view)
     def inner(request, round_id: str, *args, **kwargs):
         if request.method in ("GET", "HEAD"):
-            return HttpResponseRedirect(reverse("round", args=[round_id]))
+            return HttpResponseRedirect(common_url("round", round_id))
         return view(request, round_id, *args, **kwargs)
     return inner
 
 
 def _round_url(rnd: Round | str, slots: list[str] | None = None) -> str:
     """The round page, carrying the draft in the query so it survives the redirect."""
-    url = reverse("round", args=[rnd.pk if isinstance(rnd, Round) else rnd])
+    url = common_url("round", rnd.pk if isinstance(rnd, Round) else rnd)
     query = urlencode({f"slot{i}": s for i, s in enumerate(slots or []) if s})
     return f"{url}?{query}" if query else url
 

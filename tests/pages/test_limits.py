@@ -126,9 +126,11 @@ def test_guesses_per_player_per_second(play, player, make_player, make_round, cl
 def test_a_limit_lets_requests_through_when_valkey_is_down(client, monkeypatch, settings):
     settings.RATE_LIMITS = {**settings.RATE_LIMITS, "signup": "1/h"}
 
-    class Down:
-        def pipeline(self, **kw):
-            raise redis.exceptions.ConnectionError("refused")
+    class Down:  # every command fails to connect
+        def __getattr__(self, name):
+            def refused(*args, **kwargs):
+                raise redis.exceptions.ConnectionError("refused")
+            return refused
 
     monkeypatch.setattr(ratelimit, "get_client", lambda: Down())
     assert sign_up(client, "a1").status_code == 302
