@@ -169,6 +169,37 @@ class ValkeyCache(RedisCache):
             self._down(exc)
             return False
 
+    # Tags: keys filed under a tag (a Valkey set of their full names, in the
+    # same slot: every key here shares the prefix's hash tag), so one call
+    # drops them all -- e.g. every cached identity of one user.
+    def set_tagged(self, key, value, timeout, tag, version=None) -> None:
+        """``set(key, value, timeout)`` and file the key under ``tag``."""
+        key = self.make_and_validate_key(key, version=version)
+        members = self.make_and_validate_key(tag, version=version)
+        try:
+            client = self._cache.get_client(key, write=True)
+            with client.pipeline(transaction=True) as pipe:
+                pipe.set(key, self._cache._serializer.dumps(value), ex=timeout)
+                pipe.sadd(members, key)
+                pipe.expire(members, timeout + 60)  # outlives every key filed under it
+                pipe.execute()
+        except DOWN as exc:
+            self._down(exc)
+
+    def delete_tagged(self, tag, version=None) -> None:
+        """Delete every key filed under ``tag``, and the tag."""
+        members = self.make_and_validate_key(tag, version=version)
+        try:
+            client = self._cache.get_client(members, write=True)
+            keys = client.smembers(members)
+            with client.pipeline(transaction=True) as pipe:
+                if keys:
+                    pipe.delete(*keys)
+                pipe.delete(members)
+                pipe.execute()
+        except DOWN as exc:
+            self._down(exc)
+
     def delete_many(self, keys, version=None):
         try:
             return super().delete_many(keys, version)

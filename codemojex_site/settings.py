@@ -82,7 +82,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's, telling the auth backend which session asks (games.sessions).
+    "games.sessions.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a lock-out into its 429 page.
@@ -183,8 +184,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # resolves the URL on first use, so the embedded server starts only when
 # needed, and treats an unreachable Valkey as a miss). Sessions are read from
 # it and written through to the database (cached_db), and the logged-in user
-# and player are cached (games.players), so a signed-in request costs no
-# query before the view's own.
+# and player are cached with the session (games.sessions, games.players), so
+# a signed-in request costs one cache read and no query before the view's own.
 CACHES = {
     "default": {
         "BACKEND": "codemojex_site.cache.ValkeyCache",
@@ -195,7 +196,9 @@ CACHES = {
         "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 1},
     },
 }
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# cached_db sessions whose one cache read also brings the session's user
+# and player (games.sessions).
+SESSION_ENGINE = "games.sessions"
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses a locked-out account or address before any
     # password is checked, and counts each failure (settings below).
