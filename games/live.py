@@ -13,9 +13,9 @@ here reads keys the scoring path already keeps, plus two small ones:
   round trip), and ``cm:ver:<RND>``, bumped when the round closes
   (``touch``): with a 10-second time bucket they make the poll's ETag, so
   an idle poll answers 304 without reading the round or the guesses;
-* ``cm:names``, a hash PLR id -> username: each page view of a player sets
-  their own name (the view already has it), so neighbours' names are read
-  without a query. A name never set (a player who only used the API) is read
+* ``cm:names``, a hash PLR id -> username: a player's page view sets their
+  own name (the view already has it; at most once a minute per process),
+  so neighbours' names are read without a query. A name never set (a player who only used the API) is read
   from the database once and then kept. Each process also keeps the names
   it read for a minute, so a page of a busy round usually costs one round
   trip here (two when you are below the top of the board).
@@ -174,12 +174,15 @@ def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None) ->
     now_ms = int(time.time() * 1000)
     try:
         pipe = client.pipeline(transaction=False)
-        pipe.hset(NAMES, player_id, username)
+        memo = _name_memo.get(player_id)
+        if memo is None or memo[0] != username or memo[1] <= time.monotonic():
+            pipe.hset(NAMES, player_id, username)  # (set, this process knows it is there for a while)
+            _name_memo[player_id] = (username, time.monotonic() + NAME_MEMO_S)
         pipe.zcard(lb)
         pipe.zcount(activity_key(rnd.pk), now_ms - ACTIVITY_WINDOW_MS, "+inf")
         pipe.zrevrank(lb, player_id)
         pipe.zrevrange(lb, 0, TOP - 1, withscores=True)
-        _, players, recent, rank, top = pipe.execute()
+        players, recent, rank, top = pipe.execute()[-4:]
         out = {"players": players, "recent": recent, "rank": None if rank is None else rank + 1,
                "top": [], "around": []}
         if not board:

@@ -20,6 +20,8 @@ ordered by who reached that total first -- see ``games.leaderboard``):
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from .engine import MAX_TOTAL
@@ -148,5 +150,13 @@ def explain(kind: str, pool: int, weights: list[int] | None = None) -> dict:
             "ties_share": False, "dust": DUST[kind], "weights": weights}
 
 
+@functools.lru_cache(maxsize=1024)
+def _explained(kind: str, pool: int, weights: tuple[int, ...] | None) -> dict:
+    return explain(kind, pool, list(weights) if weights is not None else None)
+
+
 def explain_round(rnd) -> dict:
-    return explain(rnd.kind, rnd.prize_pool, list(rnd.weights) if rnd.kind == BLIND else None)
+    """``explain`` for this round's kind, pool and weights, worked out once
+    per process for each (every round page and lobby row shows it). The
+    answer is shared: read it, do not change it."""
+    return _explained(rnd.kind, rnd.prize_pool, tuple(rnd.weights) if rnd.kind == BLIND else None)

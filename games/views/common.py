@@ -13,9 +13,10 @@ from django.http import JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
-from ..models import Notification, Player, Wallet
+from .. import locks
+from ..models import Lock, Notification, Player, Round, Wallet
 from ..players import ensure_player
-from ..rows import from_row
+from ..rows import convert, from_row
 
 _JOINERS = {"\u200d", "\ufe0f", "\ufe0e"}
 
@@ -44,6 +45,19 @@ def url(name: str, *args, **kwargs) -> str:
     if kwargs or any(a.__class__ not in (str, int) for a in args):  # only ids make cache keys
         return reverse(name, args=args or None, kwargs=kwargs or None)
     return _reverse(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, name, args)
+
+
+def addresses():
+    """``url()`` bound to the script prefix and URLconf in force now, for
+    one page: reading those two (thread- and task-local) on each of a
+    page's dozen calls cost more than the cache lookup itself."""
+    key = (get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
+
+    def page_url(name: str, *args, **kwargs) -> str:
+        if kwargs or any(a.__class__ not in (str, int) for a in args):
+            return reverse(name, args=args or None, kwargs=kwargs or None)
+        return _reverse(*key, name, args)
+    return page_url
 
 
 def forget_addresses() -> None:
@@ -92,27 +106,49 @@ _WALLET_FIELDS = tuple(f.attname for f in Wallet._meta.concrete_fields)
 
 
 @functools.cache
-def _player_sql(vendor: str) -> str:
+def _player_sql(vendor: str, with_round: bool = False) -> str:
+    """The player, wallet and unread count of a user; ``with_round``, also
+    a round's fields and the player's locks on it (one row per lock).
+
+    The round's secret and nonce come only once it is settled (``CASE``):
+    while it is open the web process never holds them, whatever a page
+    goes on to do with the round."""
     qn = connection.ops.quote_name
     player, wallet, note = (qn(m._meta.db_table) for m in (Player, Wallet, Notification))
-    return (f"SELECT {', '.join('p.' + qn(f) for f in _PLAYER_FIELDS)}, "
-            f"{', '.join('w.' + qn(f) for f in _WALLET_FIELDS)}, "
-            f"(SELECT COUNT(*) FROM {note} n WHERE n.{qn('player_id')} = p.{qn('id')} AND n.{qn('read_at')} IS NULL) "
-            f"FROM {player} p LEFT JOIN {wallet} w ON w.{qn('player_id')} = p.{qn('id')} "
-            f"WHERE p.{qn('user_id')} = %s")
+    select = (f"SELECT {', '.join('p.' + qn(f) for f in _PLAYER_FIELDS)}, "
+              f"{', '.join('w.' + qn(f) for f in _WALLET_FIELDS)}, "
+              f"(SELECT COUNT(*) FROM {note} n WHERE n.{qn('player_id')} = p.{qn('id')} AND n.{qn('read_at')} IS NULL)")
+    joins = f" FROM {player} p LEFT JOIN {wallet} w ON w.{qn('player_id')} = p.{qn('id')}"
+    if with_round:
+        columns = {f.attname: f.column for f in Round._meta.concrete_fields}
+        settled = f"r.{qn('status')} = '{Round.Status.SETTLED}'"
+        select += "".join(f", CASE WHEN {settled} THEN r.{qn(columns[f])} END" if f in _SEALED else f", r.{qn(columns[f])}"
+                          for f in ROUND_FIELDS)
+        select += f", l.{qn('position')}, l.{qn('emoji')}"
+        joins += (f" LEFT JOIN {qn(Round._meta.db_table)} r ON r.{qn('id')} = %s"
+                  f" LEFT JOIN {qn(Lock._meta.db_table)} l ON l.{qn('round_id')} = r.{qn('id')}"
+                  f" AND l.{qn('player_id')} = p.{qn('id')}")
+    return select + joins + f" WHERE p.{qn('user_id')} = %s"
+
+
+_SEALED = ("secret", "nonce")  # read only from a settled round
+ROUND_FIELDS = tuple(f.attname for f in Round._meta.concrete_fields)
+
+
+def _player_from(row) -> Player | None:
+    n = len(_PLAYER_FIELDS)
+    if row is None or row[n] is None:  # no player yet, or no wallet (row[n] is its primary key)
+        return None
+    player = from_row(Player, _PLAYER_FIELDS, row[:n])
+    player.wallet = from_row(Wallet, _WALLET_FIELDS, row[n:n + len(_WALLET_FIELDS)])
+    player.unread = row[n + len(_WALLET_FIELDS)]
+    return player
 
 
 def _player_with_wallet(user_id) -> Player | None:
     with connection.cursor() as cursor:
         cursor.execute(_player_sql(connection.vendor), [user_id])
-        row = cursor.fetchone()
-    n = len(_PLAYER_FIELDS)
-    if row is None or row[n] is None:  # no player yet, or no wallet (row[n] is its primary key)
-        return None
-    player = from_row(Player, _PLAYER_FIELDS, row[:n])
-    player.wallet = from_row(Wallet, _WALLET_FIELDS, row[n:-1])
-    player.unread = row[-1]
-    return player
+        return _player_from(cursor.fetchone())
 
 
 def load_player(user) -> Player:
@@ -126,10 +162,33 @@ def load_player(user) -> Player:
     return player
 
 
+def load_player_and_round(user, round_id: str) -> tuple[Player, Round | None, dict[int, str]]:
+    """``load_player``, and the round (None if there is none) with the
+    player's locks on it, in the same one statement. The round's secret
+    and nonce are None until it is settled."""
+    with connection.cursor() as cursor:
+        cursor.execute(_player_sql(connection.vendor, with_round=True), [round_id, user.pk])
+        rows = cursor.fetchall()
+    player = _player_from(rows[0] if rows else None)
+    if player is None:  # first visit: make the player, then read the round on its own
+        player = load_player(user)
+        fields, my_locks = locks.round_with_locks(round_id, player.pk)
+        rnd = Round.from_db(connection.alias, ROUND_FIELDS, fields) if fields is not None else None
+        if rnd is not None and not rnd.revealed:
+            rnd.secret, rnd.nonce = None, None
+        return player, rnd, my_locks
+    start = len(_PLAYER_FIELDS) + len(_WALLET_FIELDS) + 1
+    end = start + len(ROUND_FIELDS)
+    if rows[0][start] is None:  # no such round (its id is never NULL)
+        return player, None, {}
+    rnd = Round.from_db(connection.alias, ROUND_FIELDS, convert(Round, ROUND_FIELDS, rows[0][start:end]))
+    return player, rnd, {row[end]: row[end + 1] for row in rows if row[end] is not None}
+
+
 SESSION_PLAYER = "cm_player"
 
 
-def _remember_player(request, player) -> None:
+def remember_player(request, player) -> None:
     """Keep (user pk, player id) in the session, so the JSON poll needs no
     query to know who is asking (written once per login)."""
     pair = [request.user.pk, player.pk]
@@ -144,15 +203,17 @@ def _light_player(request) -> Player:
     if isinstance(pair, list) and len(pair) == 2 and pair[0] == request.user.pk:
         return Player(pk=pair[1], user_id=request.user.pk)
     player = load_player(request.user)
-    _remember_player(request, player)
+    remember_player(request, player)
     return player
 
 
-def player_required(view=None, *, json: bool = False):
+def player_required(view=None, *, json: bool = False, load: bool = True):
     """Log-in required; the view gets ``request.player`` (made on first use,
     so a staff account can play too). A JSON endpoint answers 401 JSON
     instead of redirecting a poller to the login page. A page's player
-    comes with its wallet and unread count for the header, in one query."""
+    comes with its wallet and unread count for the header, in one query;
+    ``load=False`` leaves a GET's player to the view, which reads it with
+    what it reads anyway (``load_player_and_round``, then ``remember_player``)."""
     def wrap(func):
         @functools.wraps(func)
         def inner(request, *args, **kwargs):
@@ -166,9 +227,9 @@ def player_required(view=None, *, json: bool = False):
                 # A post redirects on success: the cached bare player (no
                 # query); a refused one's header reads what it needs.
                 request.player = ensure_player(request.user)
-            else:
+            elif load:
                 request.player = load_player(request.user)
-                _remember_player(request, request.player)
+                remember_player(request, request.player)
             return func(request, *args, **kwargs)
         return inner
     return wrap(view) if view is not None else wrap

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from urllib.parse import urlencode
+from urllib.parse import quote_plus
 
 import echomq
 from django.contrib import messages
@@ -33,7 +33,7 @@ from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry
 from ..rows import from_row
 from ..wallet import DIAMONDS_PER_KEY
-from .common import amount, emoji_name, player_required
+from .common import amount, emoji_name, load_player_and_round, player_required, remember_player
 from .common import url as common_url
 from ..ratelimit import limited
 
@@ -71,10 +71,16 @@ def get_shows_round(view):
     return inner
 
 
+@functools.lru_cache(maxsize=4096)
+def _quoted(emoji: str) -> str:
+    return quote_plus(emoji)
+
+
 def _round_url(rnd: Round | str, slots: list[str] | None = None) -> str:
-    """The round page, carrying the draft in the query so it survives the redirect."""
+    """The round page, carrying the draft in the query so it survives the
+    redirect (``urlencode`` of the slots, each emoji quoted once per process)."""
     url = common_url("round", rnd.pk if isinstance(rnd, Round) else rnd)
-    query = urlencode({f"slot{i}": s for i, s in enumerate(slots or []) if s})
+    query = "&".join(f"slot{i}={_quoted(s)}" for i, s in enumerate(slots or []) if s)
     return f"{url}?{query}" if query else url
 
 
@@ -149,22 +155,14 @@ def _live(request, rnd: Round) -> dict | None:
     return snap
 
 
-def _round_and_locks(request, round_id: str) -> tuple[Round, dict[int, str]]:
-    """The round and my locks on it, in one statement; 404 if no such round."""
-    fields, my_locks = locks.round_with_locks(round_id, request.player.pk)
-    if fields is None:
-        raise Http404("No such round.")
-    return Round.from_db(connection.alias, locks.ROUND_FIELDS, fields), my_locks
-
-
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
                  status: int = 200, my_locks: dict[int, str] | None = None):
     """The round page; also the answer to a refused POST (with ``error``).
 
-    Its SQL is pinned by a test: the player comes with wallet and unread
-    count in one statement, the round with my locks in another, the best
-    total is taken from the guesses already read, and the players around
-    you come from Valkey (``games.live``)."""
+    Its SQL is pinned by a test: the player (wallet, unread count), the
+    round and my locks come in one statement (``round_page``), my guesses
+    in a second, the best total is taken from the guesses already read,
+    and the players around you come from Valkey (``games.live``)."""
     player = request.player
     playable = rnd.is_open
     if not playable:
@@ -252,9 +250,14 @@ def _lobby(request):
 
 
 @require_GET
-@player_required
+@player_required(load=False)
 def round_page(request, round_id: str):
-    rnd, my_locks = _round_and_locks(request, round_id)
+    """The player (wallet, unread count), the round and my locks come in one
+    statement, my guesses in a second; the rest from Valkey."""
+    request.player, rnd, my_locks = load_player_and_round(request.user, round_id)
+    remember_player(request, request.player)
+    if rnd is None:
+        raise Http404("No such round.")
     return render_round(request, rnd, slots=DraftForm.from_query(request.GET), my_locks=my_locks)
 
 

@@ -19,7 +19,7 @@ SECRET = ["🦊", "🐶", "🐰", "🐱", "🐹", "🐭"]
 GUESS = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
 MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # distinct, none in SECRET: a guess repeats no emoji
-ROUND_PAGE_SQL = 3  # player+wallet+unread, the round with my locks, my guesses (session and user: cache)
+ROUND_PAGE_SQL = 2  # player+wallet+unread with the round and my locks, my guesses (session and user: cache)
 POLL_SQL = 2  # round, my guesses (session and user: cache; the player id is in the session)
 
 

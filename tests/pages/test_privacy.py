@@ -65,3 +65,19 @@ def test_the_secret_shows_once_settled(play, player, make_round):
     html = play.get(f"/rounds/{rnd.pk}/").content.decode()
     positions = [html.index(f'">{e}</span>', html.index("The secret")) for e in SECRET]
     assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("kind", ["classic", "blind"])
+def test_the_round_page_reads_no_secret_or_nonce_until_settled(player, make_round, kind):
+    """The round page's one statement hands the web process the secret and
+    nonce only once the round is settled: nothing a page does with an open
+    round can show what it never had."""
+    from games.views.common import load_player_and_round
+
+    rnd = make_round(kind=kind, secret=SECRET)
+    _, seen, _ = load_player_and_round(player.user, rnd.pk)
+    assert (seen.pk, seen.secret, seen.nonce) == (rnd.pk, None, None)
+    settlement.settle_round(rnd.pk, force=True)
+    _, seen, _ = load_player_and_round(player.user, rnd.pk)
+    assert seen.secret == SECRET and seen.nonce == rnd.nonce
+    assert load_player_and_round(player.user, "RND00000000000")[1] is None
