@@ -29,7 +29,7 @@ from django.utils.html import format_html
 
 
 from . import guesses, leaderboard, rounds, settlement, wallet
-from .admin_forms import GrantForm, RoundCreateForm
+from .admin_forms import GrantForm, RoundChangeForm, RoundCreateForm
 from .admin_guard import HIDDEN, GuardedAdmin, is_revealed, sealed_value
 from .models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round,
                      RoundEntry, Wallet)
@@ -163,11 +163,16 @@ class RoundAdmin(GuardedAdmin):
         return self.add_fields if obj is None else self.fields
 
     def get_readonly_fields(self, request, obj=None):
-        return () if obj is None else self.readonly_fields
+        if obj is None:
+            return ()
+        # The end decides when the round closes (and a blind round reveals):
+        # only a settler moves it, and only while the round is open.
+        if obj.status != Round.Status.OPEN or not self.has_settle_permission(request):
+            return self.readonly_fields + ("ends_at",)
+        return self.readonly_fields
 
     def get_form(self, request, obj=None, **kwargs):
-        if obj is None:
-            kwargs["form"] = RoundCreateForm
+        kwargs["form"] = RoundCreateForm if obj is None else RoundChangeForm
         return super().get_form(request, obj, **kwargs)
 
     def save_model(self, request, obj, form, change):

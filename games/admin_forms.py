@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 
 from django import forms
+from django.utils import timezone
 
 from . import engine
 from .models import Currency, LedgerEntry, Round
@@ -38,6 +39,27 @@ class RoundCreateForm(forms.ModelForm):
                                     any(not isinstance(w, int) or isinstance(w, bool) or w <= 0 for w in weights)):
             self.add_error("weights", "A list of positive whole numbers, best rank first.")
         return data
+
+
+class RoundChangeForm(forms.ModelForm):
+    """Edit an open round: its title, and (with ``games.settle_round``) its
+    end. The end may only move to a time still ahead: closing a round now
+    is "Settle now", which says what will happen first and goes through the
+    settle queue; an end in the past would let the timer close it at once."""
+
+    class Meta:
+        model = Round
+        fields = ["title", "ends_at"]
+
+    def clean_ends_at(self):
+        ends_at = self.cleaned_data["ends_at"]
+        if ends_at != self.instance.ends_at:
+            if self.instance.status != Round.Status.OPEN:
+                raise forms.ValidationError(f"This round is {self.instance.status}: its end can no longer change.")
+            if ends_at <= timezone.now():
+                raise forms.ValidationError("The end must be in the future; to close the round now, use "
+                                            "\"Settle now\".")
+        return ends_at
 
 
 class GrantForm(forms.Form):

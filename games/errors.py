@@ -1,8 +1,9 @@
 """Typed refusals of a guess or a lock, each with a message fit for a player.
 
 ``submit`` checks in the order the rules give: length, round exists, round
-open and not past its end, keyboard, then (after the locks) a repeated emoji,
-funds, and a repeat of the player's own earlier guess.
+open and not past its end, keyboard, then (after the locks) funds, and a
+repeat of the player's own earlier guess. A guess may repeat an emoji (the
+rules allow it; it just cannot reach 600, and the composer says so).
 """
 from __future__ import annotations
 
@@ -69,18 +70,6 @@ class NotEnoughFunds(SubmitError):
     def __init__(self, currency: str, needed: int, available: int):
         super().__init__(f"Not enough {currency}: a guess costs {needed}, you have {available}.")
         self.currency, self.needed, self.available = currency, needed, available
-
-
-class RepeatedEmoji(SubmitError):
-    """The secret is six distinct emojis, so a guess repeating one can never
-    be perfect: refused (nothing charged) rather than sold."""
-
-    code = "repeated_emoji"
-
-    def __init__(self, emojis: list[str]):
-        super().__init__("The secret has six different emojis, so use each emoji once; this guess repeats "
-                         + " ".join(emojis) + ".")
-        self.emojis = emojis
 
 
 class RepeatedGuess(SubmitError):

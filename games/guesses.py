@@ -43,7 +43,6 @@ import functools
 import hashlib
 import json
 import logging
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -57,7 +56,7 @@ from echomq.contrib.django import get_queue
 from . import engine, locks, wallet
 from . import metrics as game_metrics
 from .rows import insert_row, mark_saved
-from .errors import (NotEnoughFunds, OffKeyboard, RepeatedEmoji, RepeatedGuess, RoundClosed, RoundExpired,
+from .errors import (NotEnoughFunds, OffKeyboard, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
 from .models import Guess, LedgerEntry, Lock, Player, Round
 
@@ -244,8 +243,8 @@ def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key
     round is open and no lock of the player's differs from what was sent.
 
     Answers None, having written nothing, when it cannot take the guess as
-    sent -- no such round, a free round, off the keyboard, a repeated emoji
-    (checked here from the round's fixed fields), or closed, expired, a lock
+    sent -- no such round, a free round, off the keyboard (checked here
+    from the round's fixed fields), or closed, expired, a lock
     that differs, short of funds (checked by the statement): the
     transaction path then decides, and says why if it refuses. The same
     unique constraints judge a replayed key or a repeated guess (an
@@ -253,7 +252,7 @@ def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key
     if connection.vendor != "postgresql":
         return None
     fixed = _fixed(round_id)
-    if (fixed is None or not fixed.guess_price or len(set(sent)) != len(sent)
+    if (fixed is None or not fixed.guess_price
             or any(not isinstance(e, str) or e not in fixed.keyboard for e in sent)):
         return None
     guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
@@ -276,9 +275,6 @@ def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: 
     if off:
         raise OffKeyboard([str(e) for e in off])
     final = locks.overlay(sent, my_locks)
-    twice = [e for e, n in Counter(final).items() if n > 1]
-    if twice:
-        raise RepeatedEmoji(twice)
     guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
                   emojis_final=final, currency=rnd.currency, price=rnd.guess_price, fingerprint=fingerprint(final))
     if not guess.price:

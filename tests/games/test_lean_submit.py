@@ -1,7 +1,7 @@
 """The lean guess POST: the statements it costs (pinned, on SQLite and
 PostgreSQL alike), what the cache serves, and the issue-12 refusals that live
-in ``submit`` (keys scoped to player and round, repeated emojis, repeated
-guesses), each refused with nothing charged."""
+in ``submit`` (keys scoped to player and round, repeated guesses, each
+refused with nothing charged; a repeated emoji is allowed, as the rules say)."""
 import threading
 
 import pytest
@@ -104,20 +104,25 @@ def test_a_token_from_round_a_posted_to_round_b_records_a_guess_in_b(signed_in, 
     assert Guess.objects.filter(player=p, round=b).count() == 1 and charges(p) == 2
 
 
-def test_repeated_emoji_is_refused_with_nothing_charged(signed_in, make_round):
+def test_a_guess_may_repeat_an_emoji_and_is_charged_and_scored(signed_in, make_round, django_capture_on_commit_callbacks):
+    """The rules: every emoji on the keyboard, "a guess may repeat an emoji".
+    It is charged once and scored position by position (it cannot reach 600)."""
+    from games.workers import score_guess
+
+    from tests.games.conftest import drain
+
     client, p = signed_in
     rnd = make_round(secret=S)
-    before = wallet.balances(p)
-    with pytest.raises(errors.RepeatedEmoji) as err:
-        submit(p, rnd, ["🐶", "🐶"] + S[2:])
-    assert "🐶" in err.value.message
-    resp = client.post(f"/rounds/{rnd.pk}/guess/", form(["🐶", "🐶"] + S[2:]))
-    html = resp.content.decode()
-    assert resp.status_code == 400 and "use each emoji once" in html and "Nothing was charged" in html
-    locks.set_lock(p, rnd, 5, "🐶")  # a lock can make the repeat too
-    with pytest.raises(errors.RepeatedEmoji):
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(f"/rounds/{rnd.pk}/guess/", form(["🐶", "🐶"] + S[2:], "ab" * 16))
+    assert resp.status_code == 302
+    locks.set_lock(p, rnd, 5, "🐶")  # a lock can make a repeat too
+    with django_capture_on_commit_callbacks(execute=True):
         submit(p, rnd, S)
-    assert wallet.balances(p) == before and not Guess.objects.exists() and charges(p) == 0
+    drain("cm", score_guess)
+    totals = sorted(Guess.objects.filter(player=p).values_list("total", flat=True))
+    # 🐶 🐶 🐭 🐹 🐰 🦊: 100 + (100 - 20) + 4 x 100 = 580; 🐶 🐱 🐭 🐹 🐰 🐶: 5 x 100 + (100 - 100) = 500
+    assert totals == [500, 580] and charges(p) == 2 and wallet.mismatched_wallets() == []
 
 
 def test_exact_repeat_of_my_guess_is_refused_but_others_may_guess_it(signed_in, make_round, make_player):

@@ -174,3 +174,57 @@ def test_seed_demo_makes_one_operator_per_group(settings, tmp_path, client):
     assert "user support exists (password in" in again.getvalue()
     assert "operator support (Support): log in at /admin/ as support" in again.getvalue()
     assert User.objects.filter(username__in=["gamemaster", "support", "queueops"]).count() == 3
+
+
+def _change_end(client, rnd, when, title="renamed"):
+    local = when.astimezone(__import__("zoneinfo").ZoneInfo("UTC"))
+    return client.post(f"/admin/games/round/{rnd.pk}/change/", {
+        "title": title, "ends_at_0": local.strftime("%Y-%m-%d"), "ends_at_1": local.strftime("%H:%M:%S")})
+
+
+def test_change_round_alone_cannot_move_a_rounds_end(client, world, valkey):
+    """Moving the end closes (or stretches) a round -- and a blind round
+    reveals its secret when it closes: change_round may rename, not that."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    rnd = world["round"]
+    client.force_login(staff_with(*VIEW_ALL, "change_round"))
+    resp = _change_end(client, rnd, timezone.now() - timedelta(days=1))
+    assert resp.status_code == 302
+    after = Round.objects.get(pk=rnd.pk)
+    assert after.title == "renamed" and after.ends_at == rnd.ends_at and after.status == "open"
+
+
+def test_a_settler_may_move_the_end_only_to_a_time_ahead(client, world, valkey):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    rnd = world["round"]
+    client.force_login(staff_with(*VIEW_ALL, "change_round", "settle_round"))
+    resp = _change_end(client, rnd, timezone.now() - timedelta(minutes=5))
+    assert resp.status_code == 200 and "The end must be in the future" in resp.content.decode()
+    assert Round.objects.get(pk=rnd.pk).ends_at == rnd.ends_at
+    later = (timezone.now() + timedelta(hours=3)).replace(microsecond=0)
+    assert _change_end(client, rnd, later).status_code == 302
+    assert Round.objects.get(pk=rnd.pk).ends_at == later
+    from django.contrib.admin.models import LogEntry
+
+    assert LogEntry.objects.filter(object_id=rnd.pk, change_message__contains="Ends at").exists()
+
+
+def test_a_closed_rounds_end_is_read_only_for_everyone(client, world, valkey):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from games import settlement
+
+    rnd = world["round"]
+    settlement.settle_round(rnd.pk, force=True)
+    client.force_login(get_user_model().objects.create_superuser("root2", password="pw-root-123"))
+    resp = _change_end(client, rnd, timezone.now() + timedelta(days=2))
+    assert resp.status_code == 302
+    assert Round.objects.get(pk=rnd.pk).ends_at == rnd.ends_at

@@ -6,7 +6,7 @@
  * turns into its score without a reload, and the same poll refreshes the
  * "In this round" panel (players, recent activity, the board around you).
  * The composer warns about a repeated emoji (the secret has none, so such a
- * guess can never be perfect; the server refuses it). After a round, the
+ * guess can never be perfect; it is still taken and scored). After a round, the
  * share card gets a Copy button. */
 (function () {
   "use strict";
@@ -33,7 +33,7 @@
       });
       dupes.hidden = repeated.length === 0;
       dupes.textContent = repeated.length ? "⚠️ " + repeated.join(" ") + " appears twice. The secret has six " +
-        "different emojis, so this guess cannot be perfect and will be refused." : "";
+        "different emojis, so this guess cannot score 600 (it is still scored)." : "";
     };
     var render = function () {
       warnDupes();
