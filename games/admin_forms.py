@@ -7,10 +7,29 @@ import secrets
 from django import forms
 from django.utils import timezone
 
-from . import engine
+from . import engine, rounds
 from .models import Currency, LedgerEntry, Round
 
 REFERENCE_LENGTH = LedgerEntry._meta.get_field("reference").max_length
+
+
+class SafeJSONField(forms.JSONField):
+    """Django's JSON form field, refusing (a form error, not a 500) what
+    ``json.loads`` cannot take besides bad syntax: a number of thousands of
+    digits (Python's integer-string limit raises ValueError) or nesting
+    deep enough to exhaust the recursion limit."""
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value)
+        except (ValueError, RecursionError):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid", params={"value": "…"})
+
+    def bound_data(self, data, initial):
+        try:
+            return super().bound_data(data, initial)
+        except (ValueError, RecursionError):
+            return forms.fields.InvalidJSONInput(data)
 
 
 class RoundCreateForm(forms.ModelForm):
@@ -29,15 +48,20 @@ class RoundCreateForm(forms.ModelForm):
         fields = ["title", "emoji_set", "kind", "currency", "guess_price", "prize_pool", "weights"]
         help_texts = {"weights": "Blind rounds only: the payout split by rank, e.g. [40, 25, 15, 12, 8]."}
 
+    def clean_prize_pool(self):
+        pool = self.cleaned_data["prize_pool"]
+        if pool is not None and pool > rounds.MAX_POOL:
+            raise forms.ValidationError(f"At most {rounds.MAX_POOL:,} diamonds.")
+        return pool
+
     def clean(self):
         data = super().clean()
         es, size = data.get("emoji_set"), data.get("keyboard_size")
         if es is not None and size is not None and size > len(es.emojis):
             self.add_error("keyboard_size", f"The {es.title} set has only {len(es.emojis)} emojis.")
         weights = data.get("weights")
-        if weights is not None and (not isinstance(weights, list) or not weights or
-                                    any(not isinstance(w, int) or isinstance(w, bool) or w <= 0 for w in weights)):
-            self.add_error("weights", "A list of positive whole numbers, best rank first.")
+        if weights is not None and rounds.weights_problem(weights):
+            self.add_error("weights", rounds.weights_problem(weights))
         return data
 
 

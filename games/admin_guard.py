@@ -22,9 +22,11 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ALL_VAR, ERROR_FLAG, ORDER_VAR, PAGE_VAR, SEARCH_VAR
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied
+from django.db import models
 from django.db.models.constants import LOOKUP_SEP
 from django.template.response import TemplateResponse
 
+from .admin_forms import SafeJSONField
 from .models import Guess, Lock, Round, RoundEntry
 
 # model -> fields no list may filter, search or sort by, and no page shows
@@ -81,7 +83,10 @@ def is_revealed(rnd: Round | None) -> bool:
 class GuardedAdmin(admin.ModelAdmin):
     """A ModelAdmin whose lists take only their own controls' parameters,
     never expose sealed fields, and whose actions answer 403 to a user who
-    lacks the action's permission (Django would only hide the action)."""
+    lacks the action's permission (Django would only hide the action).
+    Its JSON inputs refuse what Python's JSON parser cannot take."""
+
+    formfield_overrides = {models.JSONField: {"form_class": SafeJSONField}}
 
     def filter_parameters(self, request) -> set[str]:
         """The query parameters this list's filters make."""

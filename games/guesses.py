@@ -12,10 +12,14 @@ The transaction is four statements between BEGIN and COMMIT, none of them a
 read-then-write:
 
 1. the round and this player's locks on it, in one SELECT that share-locks
-   the round row (``FOR KEY SHARE`` on PostgreSQL). Settlement and voiding
-   take ``FOR UPDATE`` on that row, so a submit either commits before they
-   look at the round's guesses or sees the round closed; submits do not
-   block each other. (SQLite runs one writing transaction at a time.)
+   the round row (``FOR SHARE`` on PostgreSQL). Settlement and voiding
+   take ``FOR NO KEY UPDATE`` on that row, so a submit either commits
+   before they look at the round's guesses or sees the round closed;
+   submits do not block each other, and neither does the score worker's
+   foreign-key check (``FOR KEY SHARE``) block settlement or it -- which
+   the stronger ``FOR UPDATE`` did, a deadlock when a player's first
+   guess in a round was being scored as the round closed. (SQLite runs one
+   writing transaction at a time.)
 2. the charge: ``UPDATE wallet … WHERE balance >= price RETURNING`` (it
    row-locks the wallet; no row means not enough funds),
 3. the ledger row,
@@ -201,7 +205,7 @@ def _statement(currency: str, guarded: bool) -> str:
     guard, only_if = "", ""
     if guarded:
         guard = (f"r AS (SELECT 1 FROM {qn(Round._meta.db_table)} WHERE {qn('id')} = %(round)s "
-                 f"AND {qn('status')} = %(open)s AND {qn('ends_at')} > %(now)s FOR KEY SHARE), "
+                 f"AND {qn('status')} = %(open)s AND {qn('ends_at')} > %(now)s FOR SHARE), "
                  f"bad AS (SELECT 1 FROM {qn(Lock._meta.db_table)} WHERE {qn('round_id')} = %(round)s "
                  f"AND {qn('player_id')} = %(player)s AND {qn('emoji')} <> (%(final)s::jsonb ->> {qn('position')})), ")
         only_if = " AND EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM bad)"

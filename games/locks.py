@@ -58,7 +58,7 @@ ROUND_FIELDS = tuple(f.attname for f in Round._meta.concrete_fields)
 def _with_locks_sql(fields: tuple[str, ...], vendor: str, share_lock: bool) -> str:
     qn = connection.ops.quote_name
     columns = {f.attname: f.column for f in Round._meta.concrete_fields}
-    lock_of = " FOR KEY SHARE OF r" if share_lock and vendor == "postgresql" else ""
+    lock_of = " FOR SHARE OF r" if share_lock and vendor == "postgresql" else ""
     return (f"SELECT {', '.join('r.' + qn(columns[f]) for f in fields)}, l.{qn('position')}, l.{qn('emoji')} "
             f"FROM {qn(Round._meta.db_table)} r LEFT JOIN {qn(Lock._meta.db_table)} l "
             f"ON l.{qn('round_id')} = r.{qn('id')} AND l.{qn('player_id')} = %s "
@@ -69,7 +69,7 @@ def round_with_locks(round_id: str, player_id: str, fields: tuple[str, ...] = RO
                      share_lock: bool = False) -> tuple[list | None, dict[int, str]]:
     """The round's ``fields`` (as the ORM reads them) and this player's
     locks on it, in one statement through a plain cursor; (None, {}) when
-    there is no such round. ``share_lock`` holds the round row ``FOR KEY
+    there is no such round. ``share_lock`` holds the round row ``FOR
     SHARE`` until the transaction ends (PostgreSQL), as submit needs."""
     with connection.cursor() as cursor:
         cursor.execute(_with_locks_sql(fields, connection.vendor, share_lock), [player_id, round_id])

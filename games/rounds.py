@@ -22,8 +22,23 @@ SEPARATOR = "\x1e"
 _random = secrets.SystemRandom()
 
 
+# A pool so large that paying it could overflow a wallet's balance (a
+# 64-bit column) would leave its round unsettleable: pools stay far below.
+MAX_POOL = 10**12  # diamonds
+MAX_WEIGHTS, MAX_WEIGHT = 20, 10_000  # a blind round pays at most 20 ranks
+
+
 class RoundError(ValueError):
     """A round could not be created as asked."""
+
+
+def weights_problem(weights) -> str:
+    """Why these blind-round payout weights cannot be used, or ''."""
+    if (not isinstance(weights, list) or not 1 <= len(weights) <= MAX_WEIGHTS
+            or any(not isinstance(w, int) or isinstance(w, bool) or not 0 < w <= MAX_WEIGHT for w in weights)):
+        return (f"A list of 1 to {MAX_WEIGHTS} whole numbers from 1 to {MAX_WEIGHT}, best rank first "
+                "(e.g. [40, 25, 15, 12, 8]).")
+    return ""
 
 
 def commitment(secret: Sequence[str], nonce: str) -> str:
@@ -57,8 +72,10 @@ def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currenc
         raise RoundError(f"keyboard size must be between {engine.SIZE} and {len(pool)}")
     if duration.total_seconds() <= 0:
         raise RoundError("a round must last some time")
-    if weights is not None and (not weights or any(not isinstance(w, int) or w <= 0 for w in weights)):
-        raise RoundError("weights must be positive whole numbers")
+    if weights is not None and weights_problem(list(weights)):
+        raise RoundError(weights_problem(list(weights)))
+    if not isinstance(prize_pool, int) or isinstance(prize_pool, bool) or not 0 <= prize_pool <= MAX_POOL:
+        raise RoundError(f"the prize pool is a whole number of diamonds from 0 to {MAX_POOL:,}")
     keyboard = pool if size == len(pool) else _random.sample(pool, size)
     secret = _random.sample(keyboard, engine.SIZE)
     nonce = new_nonce() if kind == Round.Kind.BLIND else ""

@@ -107,7 +107,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
     notifications."""
     done: Outcome | None = None
     with transaction.atomic():
-        rnd = Round.objects.select_for_update().filter(pk=round_id).first()
+        rnd = Round.objects.select_for_update(no_key=True).filter(pk=round_id).first()
         if rnd is None:
             return Outcome(round_id, "gone")
         if rnd.status not in CLOSEABLE:
@@ -127,7 +127,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
     _record_scores(round_id, stragglers)
     if done is None:  # blind: reveal, check the commitment, pay
         with transaction.atomic():
-            rnd = Round.objects.select_for_update().get(pk=round_id)
+            rnd = Round.objects.select_for_update(no_key=True).get(pk=round_id)
             if rnd.status != Round.Status.REVEALING:
                 done = Outcome(round_id, "already")
             elif not rounds.verify_commitment(rnd.commitment, rnd.secret, rnd.nonce):
@@ -178,7 +178,7 @@ def _void(rnd: Round, reason: str) -> Outcome:
 def void_round(round_id: str, reason: str = "voided by an operator") -> Outcome:
     """Cancel an open round and refund every guess charge; idempotent."""
     with transaction.atomic():
-        rnd = Round.objects.select_for_update().filter(pk=round_id).first()
+        rnd = Round.objects.select_for_update(no_key=True).filter(pk=round_id).first()
         if rnd is None:
             return Outcome(round_id, "gone")
         if rnd.status not in CLOSEABLE:

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.core.paginator import Paginator
+from django.db import IntegrityError
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -47,7 +48,12 @@ def signup(request):
         if not form.is_valid():
             ratelimit.undo(h)
     if form.is_bound and form.is_valid():
-        user = form.save()
+        try:
+            user = form.save()
+        except IntegrityError:  # the same name taken meanwhile by a sign-up racing this one
+            ratelimit.undo(h)
+            form.add_error("username", form.instance.unique_error_message(type(form.instance), ["username"]))
+            return render(request, "games/signup.html", {"form": form, "starting": STARTING_BALANCE}, status=400)
         login(request, user, backend="games.players.CachedModelBackend")
         messages.success(request, "Welcome! Your starting keys and clips are in your wallet.")
         return redirect("lobby")

@@ -195,7 +195,7 @@ def test_a_submit_racing_settlement_waits_and_then_is_refused(make_player, make_
     p = make_player(keys=5)
     rnd = make_round(secret=S)
     with transaction.atomic():
-        Round.objects.select_for_update().get(pk=rnd.pk)  # what settle_round does first
+        Round.objects.select_for_update(no_key=True).get(pk=rnd.pk)  # what settle_round does first
         t, out = _in_thread_until_it_waits_on_a_lock(lambda: submit(p, rnd.pk, OTHER))
         Round.objects.filter(pk=rnd.pk).update(status="settled")
     t.join(30)
@@ -274,3 +274,30 @@ def test_with_no_valkey_at_all_signing_in_and_guessing_work_from_the_database(cl
     emq_django.reset_client("redis://127.0.0.1:1/0")  # the queue, too, is unreachable
     assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER, "e" * 32)).status_code == 302
     assert charges(p) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_settling_while_a_first_guess_is_scored_does_not_deadlock(make_player, make_round):
+    """The score worker holds a player's first guess in the round (its batch
+    lock) when settlement takes the round and waits for that guess; the
+    worker then writes the player's round entry, whose foreign-key check
+    share-locks the round. Settlement's round lock must not block that
+    check (it did with FOR UPDATE: a deadlock, one side rolled back)."""
+    _needs_postgres()
+    from games import settlement
+    from games.models import Round, RoundEntry
+    from games.scoring import apply_score, lock_batch, score_many
+
+    p = make_player(keys=5)
+    rnd = make_round(secret=S, prize_pool=10)
+    g = submit(p, rnd.pk, OTHER)
+    with transaction.atomic():
+        got = lock_batch({g.pk: []})[g.pk]  # the worker's first statement: the guess row, FOR UPDATE
+        t, out = _in_thread_until_it_waits_on_a_lock(lambda: settlement.settle_round(rnd.pk, force=True).action)
+        apply_score(got, got.round)
+        score_many([got])  # the round entry INSERT: its FK check must not wait on settlement
+    t.join(30)
+    assert out["value"] == "settled", out
+    assert Round.objects.get(pk=rnd.pk).status == "settled"
+    assert RoundEntry.objects.get(round=rnd, player=p).attempts == 1
+    assert Guess.objects.get(pk=g.pk).status == "scored"

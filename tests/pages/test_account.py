@@ -43,6 +43,22 @@ def test_taken_username(client, make_player):
     assert resp.status_code == 400 and "already exists" in resp.content.decode()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_name_taken_by_a_racing_sign_up_is_a_400_not_a_500(client, make_player, monkeypatch):
+    """Two sign-ups of one new name at once both pass the form's uniqueness
+    check; the second INSERT then fails. That one answers like a taken name,
+    with nothing written (no second player, no second welcome grant)."""
+    from games.forms import SignUpForm
+
+    make_player("racer")  # what the racing sign-up has just committed
+    # as if checked before it did: the form's own uniqueness checks pass
+    monkeypatch.setattr(SignUpForm, "clean_username", lambda form: form.cleaned_data["username"])
+    monkeypatch.setattr(SignUpForm, "validate_unique", lambda form: None)
+    resp = client.post("/signup/", {"username": "racer", "password1": PASSWORD, "password2": PASSWORD})
+    assert resp.status_code == 400 and "already exists" in resp.content.decode()
+    assert get_user_model().objects.filter(username="racer").count() == 1 and Player.objects.count() == 1
+
+
 def test_log_in_and_log_out_by_post(client):
     get_user_model().objects.create_user("lou", password=PASSWORD)
     assert client.get("/login/").status_code == 200

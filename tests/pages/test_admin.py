@@ -40,7 +40,11 @@ def test_create_round_draws_the_secret(staff, emoji_set):
 
 @pytest.mark.parametrize("bad, field_error", [
     ({"keyboard_size": "99"}, "has only"), ({"keyboard_size": "3"}, "greater than or equal to 6"),
-    ({"weights": "[0, -1]"}, "positive whole numbers"), ({"minutes": "0"}, "greater than or equal to 1"),
+    ({"weights": "[0, -1]"}, "whole numbers from 1 to"), ({"minutes": "0"}, "greater than or equal to 1"),
+    ({"weights": "[" + "9" * 5000 + "]"}, "Enter a valid JSON"),  # past Python's integer-string limit
+    ({"weights": "[" * 100_000 + "]" * 100_000}, "Enter a valid JSON"),  # past the recursion limit
+    ({"weights": "[1000000]"}, "whole numbers from 1 to"), ({"weights": "[" + "1, " * 30 + "1]"}, "1 to 20"),
+    ({"prize_pool": str(2**62)}, "At most 1,000,000,000,000 diamonds"),
 ])
 def test_create_round_refuses_bad_input(staff, emoji_set, bad, field_error):
     data = {"title": "x", "emoji_set": emoji_set.pk, "keyboard_size": "24", "kind": "classic",
@@ -48,6 +52,15 @@ def test_create_round_refuses_bad_input(staff, emoji_set, bad, field_error):
     resp = staff.post("/admin/games/round/add/", data)
     assert resp.status_code == 200 and field_error in resp.content.decode()
     assert not Round.objects.exists()
+
+
+@pytest.mark.parametrize("emojis", ["[" + "9" * 5000 + "]", "[" * 100_000 + "]" * 100_000])
+def test_an_emoji_set_json_python_cannot_parse_is_a_form_error(staff, emojis):
+    from games.models import EmojiSet
+
+    resp = staff.post("/admin/games/emojiset/add/", {"slug": "big", "title": "Big", "emojis": emojis})
+    assert resp.status_code == 200 and "Enter a valid JSON" in resp.content.decode()
+    assert not EmojiSet.objects.filter(slug="big").exists()
 
 
 def test_round_list_columns_and_actions(staff, make_player, make_round, django_capture_on_commit_callbacks):
