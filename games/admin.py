@@ -394,13 +394,23 @@ class GuessAdmin(ReadOnly):
 
 @admin.register(RoundEntry)
 class RoundEntryAdmin(ReadOnly):
-    list_display = ("round", "player", "attempts", "shown_best_total", "best_guess")
+    list_display = ("round", "player", "attempts", "shown_best_total", "shown_best_guess")
     list_select_related = ("round", "player__user")
-    fields = readonly_fields = ("round", "player", "attempts", "shown_best_total", "best_guess")
+    fields = readonly_fields = ("round", "player", "attempts", "shown_best_total", "shown_best_guess")
+
+    @staticmethod
+    def _visible(obj) -> bool:
+        """A classic round's totals are public as they come; a blind round's
+        only once it is revealed (a voided one never is)."""
+        return obj.round.kind == Round.Kind.CLASSIC or obj.round.revealed
 
     @admin.display(description="best total")
     def shown_best_total(self, obj):
-        return obj.best_total if obj.round.kind == Round.Kind.CLASSIC or obj.round.revealed else HIDDEN
+        return obj.best_total if self._visible(obj) else HIDDEN
+
+    @admin.display(description="best guess")
+    def shown_best_guess(self, obj):
+        return obj.best_guess if self._visible(obj) else HIDDEN  # which guess was best says how it scored
 
 
 @admin.register(Lock)

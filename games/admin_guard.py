@@ -34,7 +34,7 @@ from .models import Guess, Lock, Round, RoundEntry
 SEALED = {
     Round: {"secret", "nonce"},
     Guess: {"emojis_sent", "emojis_final", "breakdown", "total"},
-    RoundEntry: {"best_total"},
+    RoundEntry: {"best_total", "best_guess"},
     Lock: {"emoji"},
 }
 HIDDEN = "sealed until the reveal"

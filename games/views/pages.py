@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 from django.http import Http404, HttpResponsePermanentRedirect
 from django.templatetags.static import static
@@ -74,8 +74,9 @@ def stats(player: Player) -> dict:
     wins = LedgerEntry.objects.filter(player=player, reason=LedgerEntry.Reason.PRIZE).count()
     won = sum(LedgerEntry.objects.filter(player=player, reason=LedgerEntry.Reason.PRIZE)
               .values_list("delta", flat=True))
+    # A blind round's totals show only once it is revealed -- a voided one never is.
     best = (RoundEntry.objects.filter(player=player, best_total__gt=0)
-            .exclude(round__kind=Round.Kind.BLIND, round__status__in=[Round.Status.OPEN, Round.Status.REVEALING])
+            .filter(Q(round__kind=Round.Kind.CLASSIC) | Q(round__status=Round.Status.SETTLED))
             .select_related("round").order_by("-best_total", "round__ends_at")[:5])
     days = (Guess.objects.filter(player=player).annotate(day=TruncDate("created_at"))
             .values_list("day", flat=True).annotate(n=Count("id")))

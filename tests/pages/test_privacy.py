@@ -81,3 +81,24 @@ def test_the_round_page_reads_no_secret_or_nonce_until_settled(player, make_roun
     _, seen, _ = load_player_and_round(player.user, rnd.pk)
     assert seen.secret == SECRET and seen.nonce == rnd.nonce
     assert load_player_and_round(player.user, "RND00000000000")[1] is None
+
+
+@pytest.mark.parametrize("close", ["open", "voided"])
+def test_a_blind_rounds_totals_never_show_unless_it_is_revealed(play, player, make_round, close,
+                                                               django_capture_on_commit_callbacks):
+    """On the profile page and in the admin's round entries: a blind round
+    is sealed while open, and forever once voided (it is never revealed)."""
+    from django.contrib.auth import get_user_model
+
+    rnd = make_round(kind="blind", secret=SECRET)
+    with django_capture_on_commit_callbacks(execute=True):
+        g = submit(player, rnd, SECRET[:5] + ["🐼"])  # 500
+    drain("cm", score_guess)
+    if close == "voided":
+        settlement.void_round(rnd.pk)
+    profile = play.get(f"/players/{player.user.username}/").content.decode()
+    assert "500/600" not in profile and "500" not in profile.split("Best totals")[-1][:400]
+    staff = get_user_model().objects.create_superuser("root", password="pw-root-123")
+    play.force_login(staff)
+    entries = play.get("/admin/games/roundentry/").content.decode()
+    assert g.pk not in entries and ">500<" not in entries and "sealed until the reveal" in entries
