@@ -108,12 +108,16 @@ TEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-k", "not 
              "--ignore=tests/echomq/test_embedded.py", "--ignore=tests/echomq/test_cluster.py", "tests/echomq"]
 
 
-def run_tests(work: Path, timeout: float) -> tuple[bool, float]:
+def run_tests(work: Path, timeout: float, *, output: Path | None = None) -> tuple[bool, float]:
     """The fast EchoMQ tests on Valkey only (the Redis 7.0 twins, the cluster
-    and embedded-server tests are left out to keep a mutant under a minute)."""
+    and embedded-server tests are left out to keep a mutant under a minute).
+    ``output`` keeps what pytest printed (the baseline's, to say why it failed)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *TEST_ARGS], cwd=work, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    # The settings refuse to load without SECRET_KEY unless told this is a developer's machine.
+    env = dict(os.environ, CODEMOJEX_DEV="1")
+    sink = open(output, "wb") if output else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *TEST_ARGS], cwd=work, stdout=sink,
+                            stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
         return proc.wait(timeout) == 0, time.monotonic() - t0
     except subprocess.TimeoutExpired:
@@ -122,6 +126,8 @@ def run_tests(work: Path, timeout: float) -> tuple[bool, float]:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if output:
+            sink.close()
 
 
 def _interrupt(signum, frame):
@@ -164,13 +170,16 @@ def main(argv=None) -> int:
     work = work / "repo"
     print(f"{len(muts)} candidate mutants in {len(files)} files; running {len(picked)} (seed {a.seed}) in {work}",
           flush=True)
-    ok, secs = run_tests(work, a.timeout * 2)
-    if not ok:
-        print("the unmutated tests fail; fix them first", file=sys.stderr)
-        return 2
-    print(f"baseline: tests pass in {secs:.0f}s", flush=True)
     killed, survivors = 0, []
     try:
+        baseline = work.parent / "baseline.log"
+        ok, secs = run_tests(work, a.timeout * 2, output=baseline)
+        if not ok:
+            tail = baseline.read_text(errors="replace").strip().splitlines()[-15:]
+            print("the unmutated tests fail, so no mutant can be judged; their last lines:\n  "
+                  + "\n  ".join(tail), file=sys.stderr)
+            return 2
+        print(f"baseline: tests pass in {secs:.0f}s", flush=True)
         for k, (rel, i, name, new) in enumerate(picked, 1):
             path = work / rel
             original = path.read_text()

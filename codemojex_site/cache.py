@@ -13,7 +13,8 @@ Two differences from ``django.core.cache.backends.redis.RedisCache``:
   more CPU than the call itself.
 * A cache that cannot be reached is a miss, not a 500: reads answer the
   default and writes are skipped, with one warning line at most every ten
-  seconds. Everything cached here (sessions under ``cached_db``, the logged-in
+  seconds. One that hangs costs one short timeout, then fails fast for a
+  few seconds (``echomq.contrib.django.failfast``). Everything cached here (sessions under ``cached_db``, the logged-in
   user and player) is also in the database, so pages keep working on the
   database alone while Valkey is down.
 """
@@ -104,8 +105,11 @@ class ValkeyCache(RedisCache):
             with self._clients_lock:
                 from echomq.contrib.django import is_cluster
 
+                from echomq.contrib.django.failfast import connection_class
+
                 cluster = not (self._servers and self._servers[0]) and is_cluster()
-                client = self._clients.setdefault(url, self._class([url], cluster=cluster, **self._options))
+                options = {"connection_class": connection_class(url), **self._options}
+                client = self._clients.setdefault(url, self._class([url], cluster=cluster, **options))
         return client
 
     def _down(self, exc: Exception) -> None:

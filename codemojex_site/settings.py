@@ -180,6 +180,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         server_side_binding=_SERVER_SIDE, prepare_threshold=5 if _SERVER_SIDE else None)
 
+def _valkey_retry():
+    from echomq.contrib.django import retry_policy
+
+    return retry_policy()
+
+
 # Django's Redis cache on the same Valkey as the queues (codemojex_site.cache
 # resolves the URL on first use, so the embedded server starts only when
 # needed, and treats an unreachable Valkey as a miss). Sessions are read from
@@ -193,7 +199,8 @@ CACHES = {
         # One hash tag: on a Valkey Cluster every cache key shares a slot, so
         # get_many/delete_many stay single-slot commands.
         "KEY_PREFIX": "{cm:cache}",
-        "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 1},
+        # A cache that does not answer within a second is a miss (once: no retry on a timeout).
+        "OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1, "retry": _valkey_retry()},
     },
 }
 # cached_db sessions whose one cache read also brings the session's user
@@ -254,6 +261,8 @@ ECHOMQ = {
     "URL": _VALKEY_URL,
     "CLUSTER": _CLUSTERED,
     "CLUSTER_NODES": _CLUSTER_NODES,
+    # Seconds a call waits on a Valkey that does not answer (then: unavailable).
+    "SOCKET_TIMEOUT": env.float("VALKEY_SOCKET_TIMEOUT", default=3.0),
     "EMBEDDED_DIR": str(VAR_DIR / "valkey"),
     "QUEUES": {"cm": {"shards": env.int("CM_QUEUE_SHARDS", default=6 if _CLUSTERED else 1)}},
     # /metrics (Prometheus): a staff login, or "Authorization: Bearer <this>".
@@ -322,7 +331,9 @@ AXES_DISABLE_ACCESS_LOG = True  # count failures; do not log every successful lo
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # One record, one line: an exception stays on its line (codemojex_site.logs).
+    "formatters": {"line": {"()": "codemojex_site.logs.OneLineFormatter",
+                            "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # axes: one WARNING line per failed log-in, not its INFO bookkeeping.

@@ -154,7 +154,7 @@ def test_guess_pages_seal_emojis_breakdown_and_blind_totals(root, live):
     assert f'<div class="readonly">{classic_guess.total}</div>' in html  # classic totals are not sealed
     assert "found_at" not in html
     entries = root.get("/admin/games/roundentry/").content.decode()
-    assert entries.count("sealed until the reveal") == 2  # the blind round's two entries
+    assert entries.count("sealed until the reveal") == 4  # best total and best guess of the blind round's two entries
     assert "sealed until the reveal" in root.get("/admin/games/lock/").content.decode()
 
 

@@ -65,11 +65,31 @@ def valkey_url() -> str:
     return _url
 
 
+def retry_policy():
+    """One retry, on a lost connection only (an idle connection the server
+    closed): redis-py's default retries three times on timeouts too, so a
+    hung server cost each call four timeouts in a row."""
+    import redis
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.retry import Retry
+
+    return Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), 1,
+                 supported_errors=(redis.exceptions.ConnectionError,))
+
+
 def make_client(url: str, cluster: bool):
-    """A client as the project makes them: ``RedisCluster`` on a cluster."""
+    """A client as the project makes them: ``RedisCluster`` on a cluster.
+    ``ECHOMQ["SOCKET_TIMEOUT"]`` (seconds, default 3) bounds how long a call
+    waits on a server that does not answer; it must exceed the consumers'
+    ``beat_ms``, their longest blocking wait. After one such timeout the
+    process stops waiting on that server for a few seconds (``failfast``)."""
     import redis
 
-    common = dict(socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
+    from .failfast import connection_class
+
+    timeout = float(_conf().get("SOCKET_TIMEOUT", 3))
+    common = dict(socket_timeout=timeout, socket_connect_timeout=min(timeout, 2), health_check_interval=30,
+                  retry=retry_policy(), connection_class=connection_class(url))
     if cluster:
         from redis.cluster import RedisCluster
 
