@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 S = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 
 
-@pytest.mark.parametrize("key", ["", "k" * 65])
+@pytest.mark.parametrize("key", ["", "k" * 65], ids=["empty", "65-chars"])
 def test_an_idempotency_key_outside_1_to_64_characters_is_refused(key, make_player, make_round):
     """An empty or 65-character key is a SubmitError with nothing charged,
     written or queued; a 64-character key is taken, and answers its replay."""
