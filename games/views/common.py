@@ -1,6 +1,7 @@
 """Helpers shared by the player views."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import unicodedata
 
@@ -162,13 +163,34 @@ def load_player(user) -> Player:
     return player
 
 
-def load_player_and_round(user, round_id: str) -> tuple[Player, Round | None, dict[int, str]]:
+@contextlib.contextmanager
+def one_round_trip():
+    """Statements executed in this block go to PostgreSQL together, in one
+    network round trip (psycopg's pipeline mode), and each cursor's rows are
+    read when it is first fetched: execute them all, then fetch. Anywhere
+    else (SQLite, inside a transaction) the block changes nothing."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield
+        return
+    connection.ensure_connection()
+    with connection.connection.pipeline():
+        yield
+
+
+def start_player_and_round(cursor, user, round_id: str) -> None:
+    """Send the statement of :func:`load_player_and_round` on ``cursor``."""
+    cursor.execute(_player_sql(connection.vendor, with_round=True), [round_id, user.pk])
+
+
+def load_player_and_round(user, round_id: str, rows: list | None = None) -> tuple[Player, Round | None, dict[int, str]]:
     """``load_player``, and the round (None if there is none) with the
-    player's locks on it, in the same one statement. The round's secret
-    and nonce are None until it is settled."""
-    with connection.cursor() as cursor:
-        cursor.execute(_player_sql(connection.vendor, with_round=True), [round_id, user.pk])
-        rows = cursor.fetchall()
+    player's locks on it, in the same one statement (or from its ``rows``,
+    sent by :func:`start_player_and_round`). The round's secret and nonce
+    are None until it is settled."""
+    if rows is None:
+        with connection.cursor() as cursor:
+            start_player_and_round(cursor, user, round_id)
+            rows = cursor.fetchall()
     player = _player_from(rows[0] if rows else None)
     if player is None:  # first visit: make the player, then read the round on its own
         player = load_player(user)

@@ -33,7 +33,8 @@ from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry
 from ..rows import from_row
 from ..wallet import DIAMONDS_PER_KEY
-from .common import amount, emoji_name, load_player_and_round, player_required, remember_player
+from .common import (amount, emoji_name, load_player_and_round, one_round_trip, player_required, remember_player,
+                     start_player_and_round)
 from .common import url as common_url
 from ..ratelimit import limited
 
@@ -89,32 +90,43 @@ def _sealed(rnd: Round) -> bool:
     return rnd.kind == Round.Kind.BLIND and not rnd.revealed
 
 
-GUESS_FIELDS = ("id", "round_id", "player_id", "emojis_final", "status", "total", "created_at")
+GUESS_FIELDS = ("id", "round_id", "player_id", "emojis_final", "status", "total", "created_at", "breakdown")
 
 
 @functools.cache
-def _my_guesses_sql(fields: tuple[str, ...], vendor: str) -> str:
+def _my_guesses_sql(vendor: str) -> str:
+    """My guesses in a round, newest first. The per-position breakdown comes
+    only from a settled round (``CASE``): before that it would say where the
+    secret's emojis are, so the web process never holds it."""
     qn = connection.ops.quote_name
     columns = {f.attname: f.column for f in Guess._meta.concrete_fields}
-    return (f"SELECT {', '.join(qn(columns[f]) for f in fields)} FROM {qn(Guess._meta.db_table)} "
-            f"WHERE {qn('round_id')} = %s AND {qn('player_id')} = %s "
-            f"ORDER BY {qn('id')} DESC LIMIT {MAX_GUESSES_SHOWN}")
+    assert GUESS_FIELDS[-1] == "breakdown", "the CASE column is read as the last field"
+    shown = [f"g.{qn(columns[f])}" for f in GUESS_FIELDS[:-1]]
+    return (f"SELECT {', '.join(shown)}, CASE WHEN r.{qn('status')} = '{Round.Status.SETTLED}' "
+            f"THEN g.{qn(columns['breakdown'])} END FROM {qn(Guess._meta.db_table)} g "
+            f"JOIN {qn(Round._meta.db_table)} r ON r.{qn('id')} = g.{qn('round_id')} "
+            f"WHERE g.{qn('round_id')} = %s AND g.{qn('player_id')} = %s "
+            f"ORDER BY g.{qn('id')} DESC LIMIT {MAX_GUESSES_SHOWN}")
+
+
+def _start_my_guesses(cursor, round_id: str, player_id: str) -> None:
+    cursor.execute(_my_guesses_sql(connection.vendor), [round_id, player_id])
+
+
+def _guesses_from(rows, rnd: Round) -> list[Guess]:
+    guesses = [from_row(Guess, GUESS_FIELDS, row) for row in rows]
+    for g in guesses:
+        g.round = rnd  # (``feedback_visible`` reads it)
+    return guesses
 
 
 def _my_guesses(player: Player, rnd: Round) -> list[Guess]:
-    """Newest first, each knowing its round without a query
-    (``feedback_visible`` reads it). Only the columns a row shows; the
-    per-position breakdown only once the round is revealed. A plain cursor:
-    the ORM's compile cost more CPU than the query (the page and its poll
-    both run this)."""
-    fields = GUESS_FIELDS + (("breakdown",) if rnd.revealed else ())
+    """Newest first, each knowing its round without a query. Only the
+    columns a row shows. A plain cursor: the ORM's compile cost more CPU
+    than the query (the page and its poll both run this)."""
     with connection.cursor() as cursor:
-        cursor.execute(_my_guesses_sql(fields, connection.vendor), [rnd.pk, player.pk])
-        rows = cursor.fetchall()
-    guesses = [from_row(Guess, fields, row) for row in rows]
-    for g in guesses:
-        g.round = rnd
-    return guesses
+        _start_my_guesses(cursor, rnd.pk, player.pk)
+        return _guesses_from(cursor.fetchall(), rnd)
 
 
 def guess_row(g: Guess, rnd: Round) -> dict:
@@ -156,7 +168,7 @@ def _live(request, rnd: Round) -> dict | None:
 
 
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
-                 status: int = 200, my_locks: dict[int, str] | None = None):
+                 status: int = 200, my_locks: dict[int, str] | None = None, guesses: list[Guess] | None = None):
     """The round page; also the answer to a refused POST (with ``error``).
 
     Its SQL is pinned by a test: the player (wallet, unread count), the
@@ -170,7 +182,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
     elif my_locks is None:
         my_locks = locks.locks_for(player.pk, rnd.pk)
     slots = compose_draft(slots or [""] * engine.SIZE, my_locks)
-    guesses = list(_my_guesses(player, rnd))
+    guesses = _my_guesses(player, rnd) if guesses is None else guesses
     rows = [guess_row(g, rnd) for g in guesses]
     totals = [r["total"] for r in rows if r["total"] is not None]
     best = max(totals) if totals else None
@@ -253,12 +265,25 @@ def _lobby(request):
 @player_required(load=False)
 def round_page(request, round_id: str):
     """The player (wallet, unread count), the round and my locks come in one
-    statement, my guesses in a second; the rest from Valkey."""
-    request.player, rnd, my_locks = load_player_and_round(request.user, round_id)
+    statement, my guesses in a second -- both in one round trip on
+    PostgreSQL, when the session already said who the player is; the rest
+    from Valkey."""
+    known = getattr(request.user, "_cached_player", None)
+    guesses = None
+    if known is None:
+        request.player, rnd, my_locks = load_player_and_round(request.user, round_id)
+    else:
+        with one_round_trip(), connection.cursor() as page, connection.cursor() as mine:
+            start_player_and_round(page, request.user, round_id)
+            _start_my_guesses(mine, round_id, known.pk)
+            page_rows, guess_rows = page.fetchall(), mine.fetchall()
+        request.player, rnd, my_locks = load_player_and_round(request.user, round_id, page_rows)
+        if rnd is not None and request.player.pk == known.pk:
+            guesses = _guesses_from(guess_rows, rnd)
     remember_player(request, request.player)
     if rnd is None:
         raise Http404("No such round.")
-    return render_round(request, rnd, slots=DraftForm.from_query(request.GET), my_locks=my_locks)
+    return render_round(request, rnd, slots=DraftForm.from_query(request.GET), my_locks=my_locks, guesses=guesses)
 
 
 @require_POST
