@@ -5,10 +5,10 @@ here reads keys the scoring path already keeps, plus two small ones:
 
 * ``cm:lb:<RND>`` (``games.leaderboard``): how many players have a score and
   the board around you;
-* ``cm:act:<RND>``, a sorted set of guess ids scored at (ms): "3 guesses in
-  the last minute". Written by ``leaderboard.record`` in the same round trip
-  as the leaderboard (``ZADD NX``, so a redelivered job counts once), and
-  trimmed to the window there;
+* ``{cm:lb:<RND>}:act``, a sorted set of guess ids scored at (ms): "3
+  guesses in the last minute", in the board's hash slot. Written by
+  ``leaderboard.record`` in the same round trip as the leaderboard (``ZADD
+  NX``, so a redelivered job counts once), and trimmed to the window there;
 * ``cm:ver:<RND>:<PLR>``, bumped when that player's guess is scored (same
   round trip), and ``cm:ver:<RND>``, bumped when the round closes
   (``touch``): with a 10-second time bucket they make the poll's ETag, so
@@ -18,7 +18,8 @@ here reads keys the scoring path already keeps, plus two small ones:
   so neighbours' names are read without a query. A name never set (a player who only used the API) is read
   from the database once and then kept. Each process also keeps the names
   it read for a minute, so a page of a busy round usually costs one round
-  trip here (two when you are below the top of the board).
+  trip here: one script call (``_SNAPSHOT``) reads the counts, your rank,
+  the top and your neighbours.
 
 Valkey down: ``snapshot`` returns None and the page simply shows less.
 """
@@ -29,6 +30,7 @@ import time
 
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
+from echomq.scripts import Script
 
 from . import leaderboard
 
@@ -50,7 +52,8 @@ def clock() -> float:
 
 
 def activity_key(round_id: str) -> str:
-    return f"cm:act:{round_id}"
+    """In the board's hash slot (``{cm:lb:<RND>}``), so one script reads both."""
+    return "{" + leaderboard.key(round_id) + "}:act"
 
 
 def version_key(round_id: str, player_id: str = "") -> str:
@@ -165,34 +168,60 @@ def _rows(client, pairs, first_rank: int, me: str) -> list[dict]:
     return out
 
 
+# KEYS[1]  the round's board (cm:lb:<RND>); KEYS[2] its recent activity ({cm:lb:<RND>}:act)
+# ARGV[1]  the asking player's PLR id; ARGV[2] activity since (ms); ARGV[3] the top's length;
+# ARGV[4]  neighbours either side; ARGV[5] '1' to read the board, '0' for the counts only
+# Replies  {players, recent, my 0-based rank or -1, {member, score, ...} of the top,
+#           first 0-based rank of my neighbours or -1, {member, score, ...} of them}
+_SNAPSHOT_LUA = """
+local since, top, around = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if ARGV[1] == '' or not since or not top or not around or top < 1 or around < 0 or top > 100 or around > 100
+    or (ARGV[5] ~= '0' and ARGV[5] ~= '1') then
+  return redis.error_reply('EMQARG live snapshot: bad arguments')
+end
+local players = redis.call('ZCARD', KEYS[1])
+local recent = redis.call('ZCOUNT', KEYS[2], since, '+inf')
+if ARGV[5] == '0' then return {players, recent, -1, {}, -1, {}} end
+local rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+local head = redis.call('ZREVRANGE', KEYS[1], 0, top - 1, 'WITHSCORES')
+if not rank then return {players, recent, -1, head, -1, {}} end
+if rank < top then return {players, recent, rank, head, -1, {}} end
+local start = math.max(rank - around, top)
+return {players, recent, rank, head, start, redis.call('ZREVRANGE', KEYS[1], start, rank + around, 'WITHSCORES')}
+"""
+_SNAPSHOT = Script("cm.live.snapshot", _SNAPSHOT_LUA)
+
+
+def _pairs(flat) -> list[tuple[bytes, float]]:
+    return [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+
+def _keep_name(client, player_id: str, username: str) -> None:
+    """Put the player's own name in ``cm:names`` for the others' boards, at
+    most once a minute per process (it rarely changes)."""
+    memo = _name_memo.get(player_id)
+    if memo is None or memo[0] != username or memo[1] <= time.monotonic():
+        client.hset(NAMES, player_id, username)
+        _name_memo[player_id] = (username, time.monotonic() + NAME_MEMO_S)
+
+
 def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None) -> dict | None:
     """Players with a score, guesses scored in the last minute and (when
     ``board``, i.e. not a sealed blind round) the top of the board and your
-    neighbours. Two or three Valkey round trips, no SQL in steady state."""
+    neighbours: one script call, no SQL in steady state."""
     client = client or get_client()
-    lb = leaderboard.key(rnd.pk)
     now_ms = int(time.time() * 1000)
     try:
-        pipe = client.pipeline(transaction=False)
-        memo = _name_memo.get(player_id)
-        if memo is None or memo[0] != username or memo[1] <= time.monotonic():
-            pipe.hset(NAMES, player_id, username)  # (set, this process knows it is there for a while)
-            _name_memo[player_id] = (username, time.monotonic() + NAME_MEMO_S)
-        pipe.zcard(lb)
-        pipe.zcount(activity_key(rnd.pk), now_ms - ACTIVITY_WINDOW_MS, "+inf")
-        pipe.zrevrank(lb, player_id)
-        pipe.zrevrange(lb, 0, TOP - 1, withscores=True)
-        players, recent, rank, top = pipe.execute()[-4:]
-        out = {"players": players, "recent": recent, "rank": None if rank is None else rank + 1,
+        _keep_name(client, player_id, username)
+        players, recent, rank, top, start, near = _SNAPSHOT(
+            client, [leaderboard.key(rnd.pk), activity_key(rnd.pk)],
+            [player_id, now_ms - ACTIVITY_WINDOW_MS, TOP, AROUND, "1" if board else "0"])
+        out = {"players": players, "recent": recent, "rank": None if rank < 0 or not board else rank + 1,
                "top": [], "around": []}
-        if not board:
-            out["rank"] = None
-            return out
-        out["top"] = _rows(client, top, 1, player_id)
-        if rank is not None and rank >= TOP:
-            start = max(rank - AROUND, TOP)
-            near = client.zrevrange(lb, start, rank + AROUND, withscores=True)
-            out["around"] = _rows(client, near, start + 1, player_id)
+        if board:
+            out["top"] = _rows(client, _pairs(top), 1, player_id)
+            if start >= 0:
+                out["around"] = _rows(client, _pairs(near), start + 1, player_id)
         return out
     except UNAVAILABLE as exc:
         log.warning("live snapshot of %s skipped, Valkey unreachable: %s", rnd.pk, exc)

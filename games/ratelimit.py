@@ -68,7 +68,7 @@ def rate(name: str) -> Rate | None:
 _HIT_LUA = """
 local ttl = tonumber(ARGV[1])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then
-  return redis.error_reply('ERR rate limit: ARGV[1] (ttl ms) must be a positive integer')
+  return redis.error_reply('EMQARG rate limit: ARGV[1] (ttl ms) must be a positive integer')
 end
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ttl) end

@@ -148,3 +148,12 @@ def test_parse_rate(text, rate):
 def test_parse_rate_refuses(text):
     with pytest.raises(ValueError):
         ratelimit.parse_rate(text)
+
+
+@pytest.mark.parametrize("ttl", ["0", "-5", "1.5", "soon", ""])
+def test_the_hit_script_refuses_a_bad_ttl_and_writes_nothing(valkey, ttl):
+    import echomq
+
+    with pytest.raises(echomq.ArgumentError, match="rate limit"):
+        ratelimit._HIT(valkey, ["cm:rl:test"], [ttl])
+    assert not valkey.exists("cm:rl:test")

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from games import engine, live, settlement, share
+from games import engine, leaderboard, live, settlement, share
 from games.models import Guess
 from games.workers import score_guess
 
@@ -145,12 +145,11 @@ def test_live_view_degrades_when_valkey_is_down(play, make_round, monkeypatch):
 
     rnd = make_round(secret=SECRET)
 
-    class Down:
-        def pipeline(self, **kw):
-            raise redis.exceptions.ConnectionError("down")
-
-        def mget(self, *keys):
-            raise redis.exceptions.ConnectionError("down")
+    class Down:  # every command fails to connect
+        def __getattr__(self, name):
+            def down(*args, **kwargs):
+                raise redis.exceptions.ConnectionError("down")
+            return down
 
     monkeypatch.setattr(live, "get_client", lambda: Down())
     resp = play.get(f"/rounds/{rnd.pk}/")
@@ -250,3 +249,16 @@ def test_an_unchanged_poll_answers_304_without_reading_the_round(client, make_pl
     assert closed.status_code == 200 and closed.json()["round"]["status"] == "settled"
     # And time: the activity line decays, so a tag lives at most one bucket.
     assert live.etag(rnd.pk, me.pk, now=0) != live.etag(rnd.pk, me.pk, now=live.ETAG_BUCKET_S)
+
+
+def test_the_snapshot_script_refuses_bad_arguments_and_writes_nothing(valkey):
+    import echomq
+
+    keys = [leaderboard.key("RNDx"), live.activity_key("RNDx")]
+    valkey.zadd(keys[0], {"PLRa": 1.0})
+    before = valkey.dump(keys[0])
+    for args in (["", 0, 5, 2, "1"], ["PLRa", "x", 5, 2, "1"], ["PLRa", 0, 0, 2, "1"], ["PLRa", 0, 5, -1, "1"],
+                 ["PLRa", 0, 5, 2, "yes"], ["PLRa", 0, 500, 2, "1"]):
+        with pytest.raises(echomq.EchoMQError, match="live snapshot: bad arguments"):
+            live._SNAPSHOT(valkey, keys, args)
+    assert valkey.dump(keys[0]) == before and valkey.keys("*") == [keys[0].encode()]
