@@ -13,6 +13,8 @@ import re
 import threading
 import time
 
+from .errors import ArgumentError, InvalidName
+
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 WIDTH = 11
 LENGTH = 3 + WIDTH
@@ -43,9 +45,9 @@ _SHAPE = re.compile(r"[A-Z]{3}[0-9A-Za-z]{11}")
 def encode(brand: str, n: int) -> str:
     """Return the branded id for ``brand`` and integer ``n``."""
     if not isinstance(brand, str) or not _BRAND.fullmatch(brand):
-        raise ValueError(f"brand must be three upper-case letters, got {brand!r}")
+        raise InvalidName(f"brand must be three upper-case letters, got {brand!r}")
     if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_N:
-        raise ValueError(f"n must be an integer in [0, 2**63-1], got {n!r}")
+        raise InvalidName(f"n must be an integer in [0, 2**63-1], got {n!r}")
     return brand + _encode_n(n)
 
 
@@ -63,9 +65,9 @@ def is_valid(s: object) -> bool:
 
 
 def parse(s: str | bytes) -> tuple[str, int]:
-    """Split a branded id into ``(brand, n)``; ValueError when ill-formed."""
+    """Split a branded id into ``(brand, n)``; InvalidName (a ValueError) when ill-formed."""
     if not is_valid(s):
-        raise ValueError(f"ill-formed branded id: {s!r}")
+        raise InvalidName(f"ill-formed branded id: {s!r}")
     if isinstance(s, bytes):
         s = s.decode("ascii")
     n = 0
@@ -90,7 +92,7 @@ class Minter:
         if node is None:
             node = int(os.environ.get("ECHOMQ_NODE_ID", os.getpid())) & MAX_NODE
         if not 0 <= node <= MAX_NODE:
-            raise ValueError(f"node id must be in [0, {MAX_NODE}], got {node}")
+            raise ArgumentError(f"node id must be in [0, {MAX_NODE}], got {node}")
         self.node = node
         self._clock = clock
         self._lock = threading.Lock()

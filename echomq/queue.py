@@ -38,6 +38,27 @@ def _token(attempts) -> int:
     return check_int(attempts, "attempts (the token)", 1, MAX_TOKEN)
 
 
+MAX_MINUTES = 7 * 24 * 60  # per_minute looks back at most a week
+
+
+def check_items(items, what: str):
+    """An iterable of items (not one str, bytes or mapping, whose iteration
+    would hand over characters or keys one by one)."""
+    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)):
+        raise ArgumentError(f"{what} takes an iterable of items, not one {type(items).__name__}")
+    return items
+
+
+def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
+    """(job id, attempts) pairs, each checked before anything is sent."""
+    out = []
+    for item in check_items(pairs, what):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ArgumentError(f"{what} takes (job_id, attempts) pairs, got {str(item)[:80]!r}")
+        out.append((keyspace.check_job_id(item[0]), _token(item[1])))
+    return out
+
+
 def _text(b) -> str | None:
     return b.decode() if isinstance(b, bytes) else b
 
@@ -109,7 +130,7 @@ class Queue:
         or a mapping with ``payload`` and optional ``job_id``, ``lane``,
         ``delay_ms``. Every item is validated before anything is sent."""
         calls = []
-        for item in items:
+        for item in check_items(items, "enqueue_many"):
             if isinstance(item, Mapping):
                 if "payload" not in item:
                     raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
@@ -191,8 +212,8 @@ class Queue:
     def add_complete_batch(self, batch: Batch, pairs) -> None:
         """Add one ``complete_batch`` call for many (job_id, token) pairs."""
         args = [self.prefix]
-        for job_id, attempts in pairs:
-            args += (keyspace.check_job_id(job_id), _token(attempts))
+        for job_id, attempts in check_pairs(pairs, "complete_batch"):
+            args += (job_id, attempts)
         if not 1 <= (len(args) - 1) // 2 <= MAX_BATCH:
             raise ArgumentError(f"complete_batch takes 1 to {MAX_BATCH} jobs, got {(len(args) - 1) // 2}")
         batch.add("complete_batch", (self.k_active, self.k_meta), args)
@@ -212,7 +233,7 @@ class Queue:
         """Complete many jobs in one script call. Each answer is True
         (completed), False (gone) or a StaleToken / Cancelled instance
         (not completed)."""
-        pairs = list(pairs)
+        pairs = check_pairs(pairs, "complete_many")
         if not pairs:
             return []
         batch = self.batch()
@@ -245,7 +266,7 @@ class Queue:
         with StaleToken / Cancelled instances in place of raising."""
         check_int(lease_ms, "lease_ms", 1, MAX_MS)
         batch = self.batch()
-        for job_id, attempts in pairs:
+        for job_id, attempts in check_pairs(pairs, "extend_many"):
             batch.add("extend", *self._extend_args(job_id, attempts, lease_ms))
         return batch.run()
 
@@ -335,6 +356,7 @@ class Queue:
         return out
 
     def _listing(self, key: str, limit: int, newest_first: bool) -> list[tuple[str, int]]:
+        check_int(limit, "limit", 1, MAX_BATCH)
         fetch = self.client.zrevrange if newest_first else self.client.zrange
         return [(m.decode(), int(s)) for m, s in fetch(key, 0, limit - 1, withscores=True)]
 
@@ -368,12 +390,14 @@ class Queue:
 
     @_mapped
     def pending_ids(self, limit: int = 100) -> list[str]:
+        check_int(limit, "limit", 1, MAX_BATCH)
         return [m.decode() for m in self.client.zrange(self.k_pending, 0, limit - 1)]
 
     @_mapped
     def per_minute(self, minutes: int = 60) -> list[dict]:
         """Completed and dead counts for each of the last ``minutes`` minutes
         (server clock), oldest first."""
+        check_int(minutes, "minutes", 1, MAX_MINUTES)
         secs, _ = self.client.time()
         now_min = int(secs) // 60
         pipe = self.client.pipeline(transaction=False)

@@ -46,10 +46,11 @@ from typing import Iterable, Mapping
 from . import ids, keyspace
 from .cluster import TRANSIENT_ERRORS, is_cluster, pipeline_by_node
 from .cluster import pipeline as cluster_pipeline
-from .errors import InvalidName
+from .errors import ArgumentError, InvalidName
 from .errors import UNAVAILABLE, Unavailable
 from .errors import translate as _typed
-from .queue import DEFAULT_LEASE_MS, MAX_BATCH, MAX_COUNT, MAX_MS, Queue, Reaped, check_int
+from .queue import (DEFAULT_LEASE_MS, MAX_BATCH, MAX_COUNT, MAX_MS, Queue, Reaped, check_int, check_items,
+                    check_pairs)
 from .scripts import Batch
 
 log = logging.getLogger("echomq.sharded")
@@ -201,8 +202,10 @@ class ShardedQueue:
         """As Queue.enqueue_many: every item validated first, then one
         pipeline (one batch per node)."""
         calls = []
-        for item in items:
+        for item in check_items(items, "enqueue_many"):
             if isinstance(item, Mapping):
+                if "payload" not in item:
+                    raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
                 job_id = item.get("job_id") or ids.mint("JOB")
                 lane = item.get("lane")
                 shard = self.shard_for(lane=lane, job_id=job_id)
@@ -403,7 +406,7 @@ class ShardedQueue:
         return done
 
     def complete_many(self, pairs) -> list:
-        pairs = list(pairs)
+        pairs = check_pairs(pairs, "complete_many")
         if not pairs:
             return []
         return self.batch_answers(self._one(lambda b: self.add_complete_batch(b, pairs)))
@@ -423,7 +426,7 @@ class ShardedQueue:
 
     def extend_many(self, pairs, *, lease_ms: int) -> list:
         check_int(lease_ms, "lease_ms", 1, MAX_MS)
-        pairs = list(pairs)
+        pairs = check_pairs(pairs, "extend_many")
         batch = NodeBatch(self.client)
         for job_id, attempts in pairs:
             shard = self.locate(job_id)

@@ -1,0 +1,74 @@
+"""The Python API refuses bad arguments with a typed error before it sends
+anything: views (limits, minutes), batch calls (pairs, items) and branded
+ids. A plain Queue and a ShardedQueue answer the same way."""
+from __future__ import annotations
+
+import pytest
+
+from echomq import ArgumentError, EchoMQError, InvalidName, Queue, ShardedQueue, ids
+from echomq.queue import MAX_BATCH, MAX_MINUTES
+
+JOB = "JOB0KHTOWnGLuC"
+
+
+@pytest.fixture(params=["queue", "sharded"])
+def q(request, r):
+    return Queue("t", r) if request.param == "queue" else ShardedQueue("t", r, shards=3)
+
+
+def commands(r) -> int:
+    return sum(v["calls"] for k, v in r.info("commandstats").items() if k != "cmdstat_config|resetstat")
+
+
+@pytest.mark.parametrize("view", ["dead_jobs", "active_jobs", "scheduled_jobs", "pending_ids", "completed_jobs"])
+@pytest.mark.parametrize("limit", [0, -1, MAX_BATCH + 1, 2**70, 1.5, "10", None, True])
+def test_a_listing_refuses_a_bad_limit_before_asking_valkey(q, r, view, limit):
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match="limit"):
+        getattr(q, view)(limit)
+    assert commands(r) == 0
+
+
+@pytest.mark.parametrize("minutes", [0, -3, MAX_MINUTES + 1, 2**70, "60", 2.0])
+def test_per_minute_refuses_a_bad_span_before_asking_valkey(q, r, minutes):
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match="minutes"):
+        q.per_minute(minutes)
+    assert commands(r) == 0
+
+
+def test_per_minute_answers_the_span_asked(q):
+    assert len(q.per_minute(5)) == 5 and len(q.per_minute(MAX_MINUTES)) == MAX_MINUTES
+
+
+@pytest.mark.parametrize("items", ["abc", b"abc", {"payload": b"x"}])
+def test_enqueue_many_refuses_one_string_or_mapping(q, r, items):
+    with pytest.raises(ArgumentError, match="iterable of items"):
+        q.enqueue_many(items)
+    assert q.counts()["pending"] == 0 and r.dbsize() == 0
+
+
+def test_enqueue_many_refuses_an_item_without_a_payload_and_sends_nothing(q, r):
+    with pytest.raises(ArgumentError, match="needs a payload"):
+        q.enqueue_many([b"ok", {"job_id": JOB}])
+    assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize("method", ["complete_many", "extend_many"])
+@pytest.mark.parametrize("pairs", [JOB, [JOB], [(JOB,)], [(JOB, 1, 2)], [(JOB, 0)], [("nope", 1)], [(JOB, "1")],
+                                   {JOB: 1}])
+def test_batch_calls_refuse_anything_but_id_token_pairs(q, r, method, pairs):
+    kwargs = {"lease_ms": 1000} if method == "extend_many" else {}
+    r.config_resetstat()
+    with pytest.raises(ArgumentError):
+        getattr(q, method)(pairs, **kwargs)
+    assert commands(r) == 0
+
+
+@pytest.mark.parametrize("call", [lambda: ids.parse("nope"), lambda: ids.encode("abc", 1),
+                                  lambda: ids.encode("JOB", -1), lambda: ids.set_node(5000)])
+def test_ids_raise_typed_errors_that_are_still_value_errors(call):
+    with pytest.raises(EchoMQError) as err:
+        call()
+    assert isinstance(err.value, ValueError)
+    assert isinstance(err.value, (InvalidName, ArgumentError))
