@@ -107,15 +107,22 @@ def drain(label: str, url: str, cluster: bool, shards: int, n: int, workers: int
         for r in nodes:
             r.config_resetstat()
         cpu0 = sum(_cpu(r) for r in nodes)
+        sys0 = sum(_cpu(r, "sys") for r in nodes)
+        spids = [int(r.info("server")["process_id"]) for r in nodes]
+        sw0 = sum(_switches(pid) for pid in spids)
         wcpu0 = sum(_proc_cpu(p.pid) for p in procs)
         t0 = time.perf_counter()
         q.resume()
+        polls = 1
         while completed(q) < n:
+            polls += 1
             if time.perf_counter() - t0 > timeout:
                 return {"label": label, "status": f"timeout at {completed(q)}/{n}"}
             time.sleep(0.01)  # the drain's end is seen within 10 ms
         wall = time.perf_counter() - t0
         cpu = sum(_cpu(r) for r in nodes) - cpu0
+        sys_cpu = sum(_cpu(r, "sys") for r in nodes) - sys0
+        switches = sum(_switches(pid) for pid in spids) - sw0
         wcpu = sum(_proc_cpu(p.pid) for p in procs) - wcpu0
         stats = [r.info("commandstats") for r in nodes]
     finally:
@@ -134,12 +141,20 @@ def drain(label: str, url: str, cluster: bool, shards: int, n: int, workers: int
     idle = sum(_cpu(r) for r in nodes) - idle0
     ev_usec = sum(s.get("cmdstat_evalsha", {}).get("usec", 0) for s in stats)
     ev_calls = sum(s.get("cmdstat_evalsha", {}).get("calls", 0) for s in stats)
+    commands: dict[str, list[int]] = {}  # every command the servers ran (scripts' commands included)
+    for s in stats:
+        for name, v in s.items():
+            c = commands.setdefault(name.removeprefix("cmdstat_"), [0, 0])
+            c[0] += v.get("calls", 0)
+            c[1] += v.get("usec", 0)
     counts = q.counts()
     return {"label": label, "status": "ok" if counts["completed"] == n and not counts["pending"] else
             f"CHECK {counts}", "n": n, "wall_s": wall, "rate": n / wall,
             "evalsha_us_per_job": ev_usec / n, "evalsha_calls_per_job": ev_calls / n,
             "cpu_us_per_job": cpu * 1e6 / n, "idle_us_per_job": idle * 1e6 / n,
-            "worker_cpu_us_per_job": wcpu * 1e6 / n, "nodes": len(nodes)}
+            "worker_cpu_us_per_job": wcpu * 1e6 / n, "nodes": len(nodes), "commands": commands,
+            "sys_us_per_job": sys_cpu * 1e6 / n, "switches_per_1k_jobs": switches * 1000 / n,
+            "polls": polls}
 
 
 def _proc_cpu(pid: int) -> float:
@@ -148,9 +163,21 @@ def _proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _cpu(r: redis.Redis) -> float:
+def _cpu(r: redis.Redis, which: str = "both") -> float:
     info = r.info("cpu")
+    if which == "sys":
+        return float(info["used_cpu_sys"])
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _switches(pid: int) -> int:
+    """Context switches of a process so far, voluntary and not, all its threads."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.endswith("ctxt_switches:") or "ctxt_switches" in line:
+                total += int(line.split()[1])
+    return total
 
 
 def _summary(runs: list[dict], base: list[dict]) -> dict:
