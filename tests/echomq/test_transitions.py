@@ -89,6 +89,24 @@ def test_claim_takes_the_oldest_mint_first(q):
     assert [j.id for j in q.claim_batch(20, lease_ms=1000)] == minted
 
 
+def test_a_claimed_batch_goes_into_a_skiplist_and_only_the_leases_stay(q, any_server):
+    """claim puts a batch of 16+ leases into a skiplist (lua/include/skiplist.lua):
+    a listpack active set costs O(k*m) per ZADD. The member that converts it
+    is gone again; a small claim leaves a small set as it is."""
+    q.enqueue_many([b"x"] * 40)
+    small = q.claim_batch(3, lease_ms=60_000)
+    assert any_server.object("encoding", q.k_active) == b"listpack"
+    batch = q.claim_batch(20, lease_ms=60_000)
+    assert any_server.object("encoding", q.k_active) == b"skiplist"
+    active = [m for m, _ in any_server.zrange(q.k_active, 0, -1, withscores=True)]
+    assert sorted(active) == sorted(j.id.encode() for j in small + batch)
+    assert q.complete_many([(j.id, j.attempts) for j in small + batch]) == [True] * 23
+    assert not any_server.exists(q.k_active)  # emptied: the key goes, as before
+    q.claim_batch(17, lease_ms=60_000)  # a new set for a batch is made a skiplist at once
+    assert any_server.object("encoding", q.k_active) == b"skiplist"
+    assert any_server.zcard(q.k_active) == 17 and q.counts()["active"] == 17
+
+
 @pytest.mark.parametrize("op", ["complete", "retry", "extend", "release"])
 def test_stale_token_is_refused_and_changes_nothing(q, any_server, op):
     q.enqueue(b"x")
