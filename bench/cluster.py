@@ -234,6 +234,120 @@ def _summary(runs: list[dict], base: list[dict]) -> dict:
     return row
 
 
+# -- exact counts: server instructions per job (callgrind) --------------------
+# CPU time per job on a small shared machine moves 10-30% between drains of
+# the same layout; instructions do not. `python -m bench.cluster instructions`
+# runs every valkey-server under valgrind's callgrind, instrumented only while
+# a deterministic driver drains n jobs (after a warm-up drain of n), and
+# prints the servers' instructions per job. Two simulated consumers take
+# turns, each holding two claims and acking the oldest as it claims again, as
+# Consumer does; claims alternate 65 and 3 jobs, the sizes the drain's real
+# consumers claim (docs/scaling.md).
+INSTR_LAYOUTS = [("1 node, Queue", 0, 1), ("1 node, ShardedQueue", 0, None), ("1-primary cluster, Queue", 1, 1),
+                 ("1-primary cluster, ShardedQueue", 1, None), ("3 primaries, ShardedQueue", 3, None)]
+
+
+def _instructions(label: str, primaries_: int, shards: int, n: int, claims: list[int], logdir: Path) -> float:
+    from redis.cluster import RedisCluster
+
+    from echomq import Queue, ShardedQueue, embedded, ids
+
+    ports = [embedded.cluster_port() for _ in range(max(1, primaries_))]
+    procs, outs = [], []
+    for port in ports:
+        node_dir = logdir / f"{label.replace(' ', '_').replace(',', '')}-{port}"
+        node_dir.mkdir(parents=True)
+        args = [str(embedded.binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
+                "--save", "", "--appendonly", "no"]
+        if primaries_:
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                     "--cluster-node-timeout", "5000"]
+        outs.append(node_dir / "callgrind.out")
+        procs.append(subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                                       f"--callgrind-out-file={outs[-1]}", *args],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        for port in ports:
+            embedded.wait_ready(f"redis://127.0.0.1:{port}/0", timeout=120)
+        url = f"redis://127.0.0.1:{ports[0]}/0"
+        if primaries_:
+            embedded.join_cluster(ports, primaries_, timeout=180)
+        client = RedisCluster.from_url(url) if primaries_ else redis.Redis.from_url(url)
+        queues = [ShardedQueue(QUEUE, client, shards=shards) if shards > 1 else Queue(QUEUE, client) for _ in range(2)]
+        names = [ids.mint("CSR") for _ in queues]
+
+        def drain() -> int:
+            held: list[list] = [[], []]
+            turn, done, live = [0, 0], 0, {0, 1}
+            while live:
+                for c in sorted(live):
+                    q, batch = queues[c], queues[c].batch()
+                    ack = held[c].pop(0) if len(held[c]) >= 2 else []
+                    if ack:
+                        q.add_complete_batch(batch, [(j.id, j.attempts) for j in ack])
+                    q.add_claim(batch, claims[turn[c] % len(claims)], lease_ms=30_000, consumer=names[c])
+                    turn[c] += 1
+                    jobs = q.parse_claim(batch.run()[-1])
+                    done += len(ack)
+                    if jobs:
+                        held[c].append(jobs)
+                    elif not getattr(q, "has_hot", lambda: False)():
+                        rest = [j for js in held[c] for j in js]
+                        if rest:
+                            q.complete_many([(j.id, j.attempts) for j in rest])
+                        done += len(rest)
+                        held[c] = []
+                        live.discard(c)
+            return done
+
+        for _ in range(2):  # a warm-up drain, then the measured one
+            for i in range(0, n, 1000):
+                queues[0].enqueue_many([b"x"] * min(1000, n - i))
+            for q in queues:
+                if hasattr(q, "mark_hot"):
+                    q.mark_hot(range(shards))
+            if _ == 1:
+                for proc in procs:
+                    subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True, check=True)
+            drained = drain()
+        for proc in procs:
+            subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], capture_output=True, check=True)
+        if drained != n:
+            raise RuntimeError(f"{label}: drained {drained} of {n}")
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(120)
+    total = 0
+    for out in outs:
+        for f in out.parent.glob(out.name + "*"):
+            total += next(int(line.split()[1]) for line in f.read_text().splitlines() if line.startswith("totals:"))
+    return total / n
+
+
+def instructions(a) -> int:
+    import shutil
+
+    if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        print("needs valgrind (callgrind_control) on PATH", file=sys.stderr)
+        return 2
+    n = a.n or (2_000 if a.quick else 20_000)
+    claims = [int(x) for x in a.claims.split(",")]
+    logdir = Path(tempfile.mkdtemp(prefix="emq-bench-instr-"))
+    print(f"\nEchoMQ cluster bench, server instructions per job (callgrind): n={n}, 2 consumers, claims "
+          f"{'/'.join(map(str, claims))}, two in flight each; {a.shards} shards")
+    base = None
+    for label, primaries_, shards in INSTR_LAYOUTS:
+        shards = shards or a.shards
+        log(f"{label}: under callgrind")
+        per_job = _instructions(label, primaries_, shards, n, claims, logdir)
+        base = base or per_job
+        print(f"  {label + (f' x{shards}' if shards > 1 else ''):36s} {per_job:10,.0f}  {per_job / base - 1:+6.1%}",
+              flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -244,6 +358,11 @@ def main(argv=None) -> int:
     w.add_argument("--shards", type=int, default=1)
     w.add_argument("--concurrency", type=int, default=4)
     w.add_argument("--prefetch", type=int, default=64)
+    i = sub.add_parser("instructions", help="server instructions per job under callgrind (needs valgrind)")
+    i.add_argument("--n", type=int)
+    i.add_argument("--quick", action="store_true")
+    i.add_argument("--shards", type=int, default=6)
+    i.add_argument("--claims", default="65,3", help="claim sizes, in turn (default 65,3)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int)
     ap.add_argument("--shards", type=int, default=6)
@@ -255,6 +374,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "worker":
         return worker(a)
+    if a.cmd == "instructions":
+        return instructions(a)
 
     from echomq import embedded
 
