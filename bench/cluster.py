@@ -3,6 +3,7 @@
 
     .venv/bin/python -m bench.cluster            # n=20000 per drain
     .venv/bin/python -m bench.cluster --quick    # n=3000
+    .venv/bin/python -m bench.cluster instructions   # server instructions per job (valgrind)
 
 Each drain: fill n flat jobs, pause the queue, start the worker processes
 (echomq.Consumer, no-op handler), reset every node's stats, resume, and time
