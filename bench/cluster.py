@@ -3,6 +3,7 @@
 
     .venv/bin/python -m bench.cluster            # n=20000 per drain
     .venv/bin/python -m bench.cluster --quick    # n=3000
+    .venv/bin/python -m bench.cluster instructions   # server instructions per job (valgrind)
 
 Each drain: fill n flat jobs, pause the queue, start the worker processes
 (echomq.Consumer, no-op handler), reset every node's stats, resume, and time
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -76,12 +78,30 @@ def primaries(url: str, cluster: bool) -> list[redis.Redis]:
 
 def completed(q) -> int:
     """Jobs completed so far, summed over the shards: one plain pipeline per
-    node (polled every 10 ms; a cluster pipeline would cost this process
-    more CPU on the cluster row, on the cores the drain runs on)."""
+    node (a cluster pipeline would cost this process more CPU on the
+    cluster row, on the cores the drain runs on)."""
     from echomq.cluster import pipeline
 
     shards = getattr(q, "shards", [q])
     return sum(int(v or 0) for v in pipeline(q.client, [(("HGET", s.k_meta, "completed"), s.k_meta) for s in shards]))
+
+
+def last_finish_ms(q) -> int | None:
+    """The server clock (ms) of the newest completed-job record over the
+    shards (the score in ``done``, written by the complete that finished it),
+    or None when no shard keeps records."""
+    from echomq.cluster import pipeline
+
+    keys = [s.prefix + "done" for s in getattr(q, "shards", [q])]
+    replies = pipeline(q.client, [(("ZREVRANGE", k, 0, 0, "WITHSCORES"), k) for k in keys])
+    scores = []
+    for r in replies:
+        if r and not isinstance(r, Exception):  # [member, score], or redis-py's [(member, score)]
+            scores.append(float(r[0][1] if isinstance(r[0], (tuple, list)) else r[1]))
+    return int(max(scores)) if scores else None
+
+
+POLL_S = 0.05  # how often the bench asks whether the drain is done (the end itself comes from the servers)
 
 
 def drain(label: str, url: str, cluster: bool, shards: int, n: int, workers: int, concurrency: int,
@@ -107,15 +127,31 @@ def drain(label: str, url: str, cluster: bool, shards: int, n: int, workers: int
         for r in nodes:
             r.config_resetstat()
         cpu0 = sum(_cpu(r) for r in nodes)
+        sys0 = sum(_cpu(r, "sys") for r in nodes)
+        spids = [int(r.info("server")["process_id"]) for r in nodes]
+        sw0 = sum(_switches(pid) for pid in spids)
         wcpu0 = sum(_proc_cpu(p.pid) for p in procs)
+        bcpu0 = _self_cpu()
+        sec, usec = nodes[0].time()  # every node runs on this host's clock
+        start_ms = sec * 1000 + usec // 1000
         t0 = time.perf_counter()
         q.resume()
+        polls = 1
         while completed(q) < n:
+            polls += 1
             if time.perf_counter() - t0 > timeout:
                 return {"label": label, "status": f"timeout at {completed(q)}/{n}"}
-            time.sleep(0.01)  # the drain's end is seen within 10 ms
-        wall = time.perf_counter() - t0
+            time.sleep(POLL_S)
+        seen = time.perf_counter() - t0
+        bcpu = _self_cpu() - bcpu0
+        # The drain ends with its last completion, on the servers' clock: exact
+        # to a millisecond whatever the poll interval, so the bench polls
+        # seldom and its own calls hardly touch the servers and cores it measures.
+        end_ms = last_finish_ms(q)
+        wall = (end_ms - start_ms) / 1000 if end_ms and end_ms > start_ms else seen
         cpu = sum(_cpu(r) for r in nodes) - cpu0
+        sys_cpu = sum(_cpu(r, "sys") for r in nodes) - sys0
+        switches = sum(_switches(pid) for pid in spids) - sw0
         wcpu = sum(_proc_cpu(p.pid) for p in procs) - wcpu0
         stats = [r.info("commandstats") for r in nodes]
     finally:
@@ -134,23 +170,55 @@ def drain(label: str, url: str, cluster: bool, shards: int, n: int, workers: int
     idle = sum(_cpu(r) for r in nodes) - idle0
     ev_usec = sum(s.get("cmdstat_evalsha", {}).get("usec", 0) for s in stats)
     ev_calls = sum(s.get("cmdstat_evalsha", {}).get("calls", 0) for s in stats)
+    commands: dict[str, list[int]] = {}  # every command the servers ran (scripts' commands included)
+    for s in stats:
+        for name, v in s.items():
+            c = commands.setdefault(name.removeprefix("cmdstat_"), [0, 0])
+            c[0] += v.get("calls", 0)
+            c[1] += v.get("usec", 0)
     counts = q.counts()
     return {"label": label, "status": "ok" if counts["completed"] == n and not counts["pending"] else
             f"CHECK {counts}", "n": n, "wall_s": wall, "rate": n / wall,
             "evalsha_us_per_job": ev_usec / n, "evalsha_calls_per_job": ev_calls / n,
             "cpu_us_per_job": cpu * 1e6 / n, "idle_us_per_job": idle * 1e6 / n,
-            "worker_cpu_us_per_job": wcpu * 1e6 / n, "nodes": len(nodes)}
+            "worker_cpu_us_per_job": wcpu * 1e6 / n, "nodes": len(nodes), "commands": commands,
+            "sys_us_per_job": sys_cpu * 1e6 / n, "switches_per_1k_jobs": switches * 1000 / n,
+            "bench_cpu_us_per_job": bcpu * 1e6 / n, "seen_s": seen, "polls": polls}
 
 
 def _proc_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a process so far, all its threads, from the scheduler's
+    nanosecond counters (/proc/<pid>/stat counts 10 ms ticks: too coarse for
+    a drain of half a second)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that just ended
+    return total / 1e9
 
 
-def _cpu(r: redis.Redis) -> float:
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu(r: redis.Redis, which: str = "both") -> float:
     info = r.info("cpu")
+    if which == "sys":
+        return float(info["used_cpu_sys"])
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _switches(pid: int) -> int:
+    """Context switches of a process so far, voluntary and not, all its threads."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if "ctxt_switches:" in line:
+                total += int(line.split()[1])
+    return total
 
 
 def _summary(runs: list[dict], base: list[dict]) -> dict:
@@ -167,6 +235,120 @@ def _summary(runs: list[dict], base: list[dict]) -> dict:
     return row
 
 
+# -- exact counts: server instructions per job (callgrind) --------------------
+# CPU time per job on a small shared machine moves 10-30% between drains of
+# the same layout; instructions do not. `python -m bench.cluster instructions`
+# runs every valkey-server under valgrind's callgrind, instrumented only while
+# a deterministic driver drains n jobs (after a warm-up drain of n), and
+# prints the servers' instructions per job. Two simulated consumers take
+# turns, each holding two claims and acking the oldest as it claims again, as
+# Consumer does; claims alternate 65 and 3 jobs, the sizes the drain's real
+# consumers claim (docs/scaling.md).
+INSTR_LAYOUTS = [("1 node, Queue", 0, 1), ("1 node, ShardedQueue", 0, None), ("1-primary cluster, Queue", 1, 1),
+                 ("1-primary cluster, ShardedQueue", 1, None), ("3 primaries, ShardedQueue", 3, None)]
+
+
+def _instructions(label: str, primaries_: int, shards: int, n: int, claims: list[int], logdir: Path) -> float:
+    from redis.cluster import RedisCluster
+
+    from echomq import Queue, ShardedQueue, embedded, ids
+
+    ports = [embedded.cluster_port() for _ in range(max(1, primaries_))]
+    procs, outs = [], []
+    for port in ports:
+        node_dir = logdir / f"{label.replace(' ', '_').replace(',', '')}-{port}"
+        node_dir.mkdir(parents=True)
+        args = [str(embedded.binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
+                "--save", "", "--appendonly", "no"]
+        if primaries_:
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                     "--cluster-node-timeout", "5000"]
+        outs.append(node_dir / "callgrind.out")
+        procs.append(subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                                       f"--callgrind-out-file={outs[-1]}", *args],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        for port in ports:
+            embedded.wait_ready(f"redis://127.0.0.1:{port}/0", timeout=120)
+        url = f"redis://127.0.0.1:{ports[0]}/0"
+        if primaries_:
+            embedded.join_cluster(ports, primaries_, timeout=180)
+        client = RedisCluster.from_url(url) if primaries_ else redis.Redis.from_url(url)
+        queues = [ShardedQueue(QUEUE, client, shards=shards) if shards > 1 else Queue(QUEUE, client) for _ in range(2)]
+        names = [ids.mint("CSR") for _ in queues]
+
+        def drain() -> int:
+            held: list[list] = [[], []]
+            turn, done, live = [0, 0], 0, {0, 1}
+            while live:
+                for c in sorted(live):
+                    q, batch = queues[c], queues[c].batch()
+                    ack = held[c].pop(0) if len(held[c]) >= 2 else []
+                    if ack:
+                        q.add_complete_batch(batch, [(j.id, j.attempts) for j in ack])
+                    q.add_claim(batch, claims[turn[c] % len(claims)], lease_ms=30_000, consumer=names[c])
+                    turn[c] += 1
+                    jobs = q.parse_claim(batch.run()[-1])
+                    done += len(ack)
+                    if jobs:
+                        held[c].append(jobs)
+                    elif not getattr(q, "has_hot", lambda: False)():
+                        rest = [j for js in held[c] for j in js]
+                        if rest:
+                            q.complete_many([(j.id, j.attempts) for j in rest])
+                        done += len(rest)
+                        held[c] = []
+                        live.discard(c)
+            return done
+
+        for _ in range(2):  # a warm-up drain, then the measured one
+            for i in range(0, n, 1000):
+                queues[0].enqueue_many([b"x"] * min(1000, n - i))
+            for q in queues:
+                if hasattr(q, "mark_hot"):
+                    q.mark_hot(range(shards))
+            if _ == 1:
+                for proc in procs:
+                    subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True, check=True)
+            drained = drain()
+        for proc in procs:
+            subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], capture_output=True, check=True)
+        if drained != n:
+            raise RuntimeError(f"{label}: drained {drained} of {n}")
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(120)
+    total = 0
+    for out in outs:
+        for f in out.parent.glob(out.name + "*"):
+            total += next(int(line.split()[1]) for line in f.read_text().splitlines() if line.startswith("totals:"))
+    return total / n
+
+
+def instructions(a) -> int:
+    import shutil
+
+    if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        print("needs valgrind (callgrind_control) on PATH", file=sys.stderr)
+        return 2
+    n = a.n or (2_000 if a.quick else 20_000)
+    claims = [int(x) for x in a.claims.split(",")]
+    logdir = Path(tempfile.mkdtemp(prefix="emq-bench-instr-"))
+    print(f"\nEchoMQ cluster bench, server instructions per job (callgrind): n={n}, 2 consumers, claims "
+          f"{'/'.join(map(str, claims))}, two in flight each; {a.shards} shards")
+    base = None
+    for label, primaries_, shards in INSTR_LAYOUTS:
+        shards = shards or a.shards
+        log(f"{label}: under callgrind")
+        per_job = _instructions(label, primaries_, shards, n, claims, logdir)
+        base = base or per_job
+        print(f"  {label + (f' x{shards}' if shards > 1 else ''):36s} {per_job:10,.0f}  {per_job / base - 1:+6.1%}",
+              flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -177,6 +359,11 @@ def main(argv=None) -> int:
     w.add_argument("--shards", type=int, default=1)
     w.add_argument("--concurrency", type=int, default=4)
     w.add_argument("--prefetch", type=int, default=64)
+    i = sub.add_parser("instructions", help="server instructions per job under callgrind (needs valgrind)")
+    i.add_argument("--n", type=int)
+    i.add_argument("--quick", action="store_true")
+    i.add_argument("--shards", type=int, default=6)
+    i.add_argument("--claims", default="65,3", help="claim sizes, in turn (default 65,3)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int)
     ap.add_argument("--shards", type=int, default=6)
@@ -188,6 +375,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "worker":
         return worker(a)
+    if a.cmd == "instructions":
+        return instructions(a)
 
     from echomq import embedded
 

@@ -28,6 +28,7 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "now"
 --- @include "lanes"
 --- @include "chunks"
+--- @include "skiplist"
 
 arg_count(4)
 local P = arg_prefix(ARGV[1])
@@ -81,7 +82,8 @@ while taken < n and guard > 0 do
     guard = redis.call('LLEN', KEYS[3])
   end
 end
--- One ZADD for the whole batch: every lease ends at the same deadline.
-in_chunks('ZADD', KEYS[2], leases, 1000)
+-- One ZADD for the whole batch: every lease ends at the same deadline. A
+-- batch goes into a skiplist (see skiplist.lua).
+zadd_many(KEYS[2], leases)
 if taken < n then redis.call('DEL', P .. 'wake') end  -- every token left is stale (see above)
 return out

@@ -89,6 +89,37 @@ def test_claim_takes_the_oldest_mint_first(q):
     assert [j.id for j in q.claim_batch(20, lease_ms=1000)] == minted
 
 
+def test_a_claimed_batch_goes_into_a_skiplist_and_only_the_leases_stay(q, any_server):
+    """claim puts a batch of 16+ leases into a skiplist (lua/include/skiplist.lua):
+    a listpack active set costs O(k*m) per ZADD. The member that converts it
+    is gone again; a smaller batch leaves the set as it is."""
+    def encoding():
+        return any_server.object("encoding", q.k_active)
+
+    def leases():
+        return sorted(m for m, _ in any_server.zrange(q.k_active, 0, -1, withscores=True))
+
+    def finish(jobs):
+        assert q.complete_many([(j.id, j.attempts) for j in jobs]) == [True] * len(jobs)
+        assert not any_server.exists(q.k_active)  # emptied: the key goes, as before
+
+    q.enqueue_many([b"x"] * 80)
+    assert encoding() is None  # no leases yet
+    first = q.claim_batch(15, lease_ms=60_000)
+    assert encoding() == b"listpack"  # 15: left to the server
+    finish(first)
+    batch = q.claim_batch(16, lease_ms=60_000)
+    assert encoding() == b"skiplist"  # a new set for 16 is made a skiplist at once
+    more = q.claim_batch(3, lease_ms=60_000)
+    assert encoding() == b"skiplist" and leases() == sorted(j.id.encode() for j in batch + more)
+    finish(batch + more)
+    small = q.claim_batch(3, lease_ms=60_000)
+    assert encoding() == b"listpack"
+    big = q.claim_batch(20, lease_ms=60_000)  # an existing listpack is converted
+    assert encoding() == b"skiplist"
+    assert leases() == sorted(j.id.encode() for j in small + big) and q.counts()["active"] == 23
+
+
 @pytest.mark.parametrize("op", ["complete", "retry", "extend", "release"])
 def test_stale_token_is_refused_and_changes_nothing(q, any_server, op):
     q.enqueue(b"x")
