@@ -114,7 +114,11 @@ def run_tests(work: Path, timeout: float, *, output: Path | None = None) -> tupl
     ``output`` keeps what pytest printed (the baseline's, to say why it failed)."""
     t0 = time.monotonic()
     # The settings refuse to load without SECRET_KEY unless told this is a developer's machine.
-    env = dict(os.environ, CODEMOJEX_DEV="1")
+    # The tests' servers get their directories under our own temp dir, so the
+    # ones a killed run leaves behind can be found (and are, below).
+    tmp = work.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = dict(os.environ, CODEMOJEX_DEV="1", TMPDIR=str(tmp))
     sink = open(output, "wb") if output else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *TEST_ARGS], cwd=work, stdout=sink,
                             stderr=subprocess.STDOUT, start_new_session=True, env=env)
@@ -126,8 +130,30 @@ def run_tests(work: Path, timeout: float, *, output: Path | None = None) -> tupl
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        _kill_servers_under(tmp)
         if output:
             sink.close()
+
+
+def _kill_servers_under(tmp: Path) -> int:
+    """SIGKILL every process whose command line names a path under ``tmp``:
+    the valkey-servers of a test run killed at its timeout (they run in
+    sessions of their own, so the run's process group did not take them)."""
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if str(tmp).encode() in cmdline:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
 
 
 def _interrupt(signum, frame):

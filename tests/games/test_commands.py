@@ -96,3 +96,13 @@ def test_worker_processes_score_settle_and_notify(valkey_server, make_player, ma
     assert codes == [0, 0, 0, 0], logs
     assert "scored" in procs[0].output() and "stopped" in procs[0].output()
     assert "Traceback" not in logs, logs
+
+
+def test_a_beat_longer_than_the_socket_timeout_is_refused(settings):
+    """A parked worker's BLPOP waits up to --beat-ms; past the client's
+    socket timeout it would time out (and mark the server hung) instead."""
+    from django.core.management import CommandError, call_command
+
+    settings.ECHOMQ = {**settings.ECHOMQ, "SOCKET_TIMEOUT": 3.0}
+    with pytest.raises(CommandError, match="must be shorter than ECHOMQ"):
+        call_command("run_scoreworker", "--beat-ms", "3000")

@@ -8,7 +8,8 @@ moderate stream batch too: when guesses keep arriving (a wake-up within two
 windows of the last), the worker waits that long before it claims, so the
 guesses that follow closely share its claim, transaction and ack; a lone
 guess after a quiet spell is claimed at once (see ``echomq.Consumer``)."""
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
 from echomq import Consumer
 from echomq.contrib.django import get_queue, valkey_url
@@ -40,10 +41,16 @@ class Command(BaseCommand):
                                  "batch waits in hand while one is scored")
         parser.add_argument("--max-attempts", type=int, default=10,
                             help="deliveries before a failing job is dead-lettered")
-        parser.add_argument("--beat-ms", type=int, default=1_000)
+        parser.add_argument("--beat-ms", type=int, default=1_000,
+                            help="longest a parked worker waits for work before it looks again; shorter than "
+                                 "ECHOMQ['SOCKET_TIMEOUT'], which bounds every call's wait")
         add_metrics_argument(parser)
 
     def handle(self, *args, **o):
+        socket_timeout_ms = float(getattr(settings, "ECHOMQ", {}).get("SOCKET_TIMEOUT", 3)) * 1000
+        if o["beat_ms"] >= socket_timeout_ms:
+            raise CommandError(f"--beat-ms {o['beat_ms']} must be shorter than ECHOMQ['SOCKET_TIMEOUT'] "
+                               f"({socket_timeout_ms:.0f} ms): a parked worker's wait would time out")
         queue = get_queue(o["queue"])
         observer = start_metrics(o["metrics_port"])
         if observer:
