@@ -127,7 +127,11 @@ def header_status(context) -> dict | None:
 
 
 def date(value, arg=None) -> str:
-    """Django's ``date`` filter, in the current time zone as in a Django template."""
+    """Django's ``date`` filter, in the current time zone as in a Django
+    template. ``'c'`` (ISO 8601, every ``<time datetime>``) is what Django's
+    format does for it, ``isoformat()``, without parsing the format."""
+    if arg == "c" and isinstance(value, datetime.datetime):
+        return template_localtime(value).isoformat()
     return _date(template_localtime(value), arg)
 
 

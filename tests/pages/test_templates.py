@@ -56,3 +56,16 @@ def test_addresses_follow_the_script_prefix(make_round):
     finally:
         set_script_prefix("/")
     assert url("lobby") == "/"
+
+
+def test_the_iso_date_shortcut_matches_djangos_c_format():
+    import datetime as dt
+
+    from django.template.defaultfilters import date as django_date
+    from django.utils.timezone import template_localtime
+
+    from games.jinja2_env import date
+
+    for value in (dt.datetime(2026, 12, 1, 21, 5, 7, 123456, tzinfo=dt.timezone.utc),
+                  dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=-5)))):
+        assert date(value, "c") == django_date(template_localtime(value), "c")
