@@ -11,20 +11,17 @@ from __future__ import annotations
 import threading
 import urllib.request
 
-import pytest
 import redis
+from prometheus_client import CollectorRegistry, Counter  # a dependency of the project (pyproject.toml)
+from prometheus_client.parser import text_string_to_metric_families
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-prometheus_client = pytest.importorskip("prometheus_client")
-from prometheus_client import CollectorRegistry, Counter  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from echomq import Consumer, Queue, ids
+from echomq.embedded import free_port
+from echomq.metrics import ConsumerMetrics, QueueCollector, serve
 
-from echomq import Consumer, Queue, ids  # noqa: E402
-from echomq.embedded import free_port  # noqa: E402
-from echomq.metrics import ConsumerMetrics, QueueCollector, serve  # noqa: E402
-
-from .test_consumer import Running, wait_for  # noqa: E402
+from .test_consumer import Running, wait_for
 
 
 def scrape(port: int) -> dict:
