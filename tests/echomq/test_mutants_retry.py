@@ -36,6 +36,8 @@ def test_retry_ends_the_lease_and_the_job_is_delivered_once(q, any_server, lane)
     assert (c["pending"], c["active"], c["scheduled"], c["dead"]) == (0, 0, 1, 0)
     assert [a["id"] for a in q.active_jobs()] == []
     assert "lease_deadline" not in q.job(jid)
+    if lane:  # the lane's slot is free, and nothing of it is ready
+        assert q.lanes.info(lane)["active"] == 0 and q.lanes.ring() == []
 
     # The old lease's deadline passes: nothing is leased, so nothing comes back.
     before = snapshot(any_server, q)
