@@ -233,10 +233,16 @@ class Consumer:
 
     # -- public -----------------------------------------------------------
     def stop(self) -> None:
-        """Stop claiming; ``run()`` finishes the jobs in hand and returns."""
+        """Stop claiming; ``run()`` finishes the jobs in hand and returns.
+        A parked fetcher is rung awake now rather than at the end of its
+        beat -- from a short-lived thread, as ``stop`` may run inside a
+        signal handler, which must not wait on the client's locks."""
         self._stopping.set()
         with self._cond:
             self._cond.notify_all()
+            parked = self._parked
+        if parked:
+            threading.Thread(target=self._ring, name=f"{self.name} stop", daemon=True).start()
 
     def run(self) -> None:
         """Work until ``stop()`` (or SIGTERM / SIGINT when on the main thread)."""

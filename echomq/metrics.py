@@ -30,7 +30,7 @@ except ImportError:  # the core never needs it; these classes do
 # Seconds; from a fast Valkey round trip to a minute-long task.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 STATES = ("pending", "active", "scheduled", "dead")
-OUTCOMES = ("completed", "retried", "dead", "dropped", "stale")
+OUTCOMES = ("completed", "retried", "dead", "dropped", "stale", "cancelled")
 LANE_SAMPLE = 1000  # lanes inspected for the oldest pending job, per queue and scrape
 
 

@@ -135,3 +135,21 @@ def test_bad_settings_are_refused(q, setting):
     """A setting the scripts would refuse fails at construction, not later in a thread."""
     with pytest.raises(ArgumentError):
         Consumer(q, print, **setting)
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_stop_wakes_a_parked_consumer_at_once_however_long_the_beat(r, shards):
+    """A consumer with nothing to do parks for up to beat_ms; stop() (what
+    SIGTERM calls) rings it awake, so a worker exits in well under a beat."""
+    from echomq import ShardedQueue
+
+    q = Queue("cons", r) if shards == 1 else ShardedQueue("cons", r, shards=shards)
+    c = Consumer(q, lambda job: None, concurrency=4, beat_ms=2_900)
+    t = threading.Thread(target=c.run)
+    t.start()
+    q.enqueue(b"one")
+    wait_for(lambda: c.stats["completed"] == 1 and c._parked, what="the first job, then a parked fetcher")
+    started = time.monotonic()
+    c.stop()
+    t.join(10)
+    assert not t.is_alive() and time.monotonic() - started < 1.5

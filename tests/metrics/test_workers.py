@@ -45,8 +45,8 @@ def test_run_tasks_exports_what_it_did(valkey_server, tmp_path):
     finally:
         assert proc.terminate() == 0
     outcomes = {o: value(found, "echomq_worker_jobs_handled_total", queue="default", outcome=o)
-                for o in ("completed", "retried", "dead", "dropped", "stale")}
-    assert outcomes == {"completed": 3, "retried": 1, "dead": 1, "dropped": 0, "stale": 0}
+                for o in ("completed", "retried", "dead", "dropped", "stale", "cancelled")}
+    assert outcomes == {"completed": 3, "retried": 1, "dead": 1, "dropped": 0, "stale": 0, "cancelled": 0}
     assert value(found, "echomq_worker_handler_seconds_count", queue="default") == 5
     assert value(found, "echomq_worker_claim_to_start_seconds_count", queue="default") == 5
     assert value(found, "echomq_worker_reconnects_total", queue="default") == 0
