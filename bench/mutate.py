@@ -100,7 +100,10 @@ def candidates(files: list[str]) -> list[tuple[str, int, str, str]]:
             if deleter.match(line) and not line.rstrip().endswith((",", "(", "\\")) and \
                     line.count("(") == line.count(")"):
                 indent = line[:len(line) - len(line.lstrip())]
-                out.append((rel, i, "delete", indent + ("do end" if lua else "pass")))
+                # The deleted statement rides along as a comment, so every
+                # deletion prints (and --rerun matches) as itself.
+                gone = line.strip()
+                out.append((rel, i, "delete", indent + (f"do end -- deleted: {gone}" if lua else f"pass  # deleted: {gone}")))
     return out
 
 
