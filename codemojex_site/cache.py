@@ -28,6 +28,7 @@ from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
 from echomq import UNAVAILABLE, Unavailable
+from echomq.client import Client
 
 log = logging.getLogger("codemojex.cache")
 
@@ -38,6 +39,7 @@ WARN_EVERY_S = 10.0
 class _ReusingClient(RedisCacheClient):
     def __init__(self, *args, cluster: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        self._client = Client  # single commands on the thread's own connection (echomq.client)
         self._made: dict = {}
         self._cluster = cluster
 

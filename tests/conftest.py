@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from echomq import embedded
+from echomq.client import Client
 
 REDIS7_URL = os.environ.get("ECHOMQ_REDIS7_URL", "redis://127.0.0.1:6379/15")
 
@@ -36,7 +37,9 @@ class Server:
         embedded.wait_ready(self.url, proc=self.proc)
 
     def client(self, **kw):
-        return redis.Redis.from_url(self.url, **kw)
+        """The project's client (``echomq.client.Client``); the Redis 7.0
+        fixtures use plain ``redis.Redis``, so the queue is tested on both."""
+        return Client.from_url(self.url, **kw)
 
     def restart(self):
         """A clean restart: SHUTDOWN (fsyncs the AOF) and start again."""

@@ -86,7 +86,7 @@ def make_client(url: str, cluster: bool):
     waits on a server that does not answer; it must exceed the consumers'
     ``beat_ms``, their longest blocking wait. After one such timeout the
     process stops waiting on that server for a few seconds (``failfast``)."""
-    import redis
+    from echomq.client import Client
 
     from .failfast import connection_class
 
@@ -97,7 +97,7 @@ def make_client(url: str, cluster: bool):
         from redis.cluster import RedisCluster
 
         return RedisCluster.from_url(url, **common)
-    return redis.Redis.from_url(url, **common)
+    return Client.from_url(url, **common)
 
 
 def get_client():
