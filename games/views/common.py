@@ -1,11 +1,13 @@
 """Helpers shared by the player views."""
 from __future__ import annotations
 
-import contextlib
 import functools
+import json
 import unicodedata
-
+from dataclasses import dataclass
 from datetime import datetime
+from datetime import timezone as dt_timezone
+from operator import itemgetter
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
@@ -14,8 +16,7 @@ from django.http import JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
-from .. import locks
-from ..models import Lock, Notification, Player, Round, Wallet
+from ..models import Guess, Lock, Notification, Player, Round, Wallet
 from ..players import ensure_player
 from ..rows import convert, from_row
 
@@ -104,36 +105,105 @@ def since(when: datetime, now: datetime | None = None) -> str:
 
 _PLAYER_FIELDS = tuple(f.attname for f in Player._meta.concrete_fields)
 _WALLET_FIELDS = tuple(f.attname for f in Wallet._meta.concrete_fields)
+ROUND_FIELDS = tuple(f.attname for f in Round._meta.concrete_fields)
+_SEALED = ("secret", "nonce")  # read only from a settled round
+
+# My guesses in a round travel as one JSON column, so a page that shows them
+# with the round (and the player) is one statement on one cursor: an array of
+# [id, emojis_final, status, total, breakdown, created_at] (GUESS_JSON) for
+# the newest MAX_GUESSES_SHOWN.
+MAX_GUESSES_SHOWN = 200
+GUESS_JSON = ("id", "emojis_final", "status", "total", "breakdown", "created_at")
+_GUESS_ATTNAMES = ("id", "player_id", "round_id", *GUESS_JSON[1:])  # model order, for Guess.from_db
+# How each database builds JSON: (aggregate, array, a JSON column as JSON).
+_JSON_SQL = {"postgresql": ("json_agg", "json_build_array", "{}"),
+             "sqlite": ("json_group_array", "json_array", "json({})")}
+
+
+def _qn(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _settled() -> str:
+    return f"r.{_qn('status')} = '{Round.Status.SETTLED}'"
+
+
+def _json_of_my_guesses(vendor: str, player: str) -> str:
+    """A scalar subquery over round ``r``: the newest ``MAX_GUESSES_SHOWN``
+    guesses of ``player`` (a column or a placeholder) as one JSON array.
+    The per-position breakdown comes only from a settled round (``CASE``):
+    before that it would say where the secret's emojis are, so the web
+    process never holds it. (Not every database keeps the subquery's order
+    in the array: :func:`guesses_from_json` sorts it.)"""
+    agg, array, as_json = _JSON_SQL[vendor]
+    columns = {f.attname: f.column for f in Guess._meta.concrete_fields}
+    items = {f: f"g.{_qn(columns[f])}" for f in GUESS_JSON}
+    for f in ("emojis_final", "breakdown"):
+        items[f] = as_json.format(items[f])
+    items["breakdown"] = f"CASE WHEN {_settled()} THEN {items['breakdown']} END"
+    inner = ", ".join(_qn(columns[f]) for f in GUESS_JSON)
+    return (f"(SELECT {agg}({array}({', '.join(items[f] for f in GUESS_JSON)})) FROM "
+            f"(SELECT {inner} FROM {_qn(Guess._meta.db_table)} WHERE {_qn('round_id')} = r.{_qn('id')} "
+            f"AND {_qn('player_id')} = {player} ORDER BY {_qn('id')} DESC LIMIT {MAX_GUESSES_SHOWN}) g)")
+
+
+def _json_of_my_locks(vendor: str) -> str:
+    """A scalar subquery over player ``p`` and round ``r``: my locks as one
+    JSON array of [position, emoji]."""
+    agg, array, _ = _JSON_SQL[vendor]
+    return (f"(SELECT {agg}({array}(l.{_qn('position')}, l.{_qn('emoji')})) FROM {_qn(Lock._meta.db_table)} l "
+            f"WHERE l.{_qn('round_id')} = r.{_qn('id')} AND l.{_qn('player_id')} = p.{_qn('id')})")
+
+
+def _json(value) -> list:
+    """A JSON column as the cursor hands it back: text on SQLite, decoded
+    on PostgreSQL (psycopg decodes ``json``; Django reads only its
+    ``jsonb`` columns as text)."""
+    if value is None:
+        return []
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _when(text: str) -> datetime:
+    """A timestamp inside JSON: ISO 8601 with its offset from PostgreSQL,
+    naive UTC from SQLite (as Django stores it there)."""
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt_timezone.utc)
+
+
+def guesses_from_json(value, rnd: Round, player_id: str) -> list[Guess]:
+    """My guesses from their JSON column, newest first, as ``Guess`` rows
+    that know their round (``feedback_visible`` reads it) without a query."""
+    alias, out = connection.alias, []
+    for gid, emojis, status, total, breakdown, created in sorted(_json(value), key=itemgetter(0), reverse=True):
+        g = Guess.from_db(alias, _GUESS_ATTNAMES,
+                          (gid, player_id, rnd.pk, emojis, status, total, breakdown, _when(created)))
+        g.round = rnd
+        out.append(g)
+    return out
 
 
 @functools.cache
 def _player_sql(vendor: str, with_round: bool = False) -> str:
     """The player, wallet and unread count of a user; ``with_round``, also
-    a round's fields and the player's locks on it (one row per lock).
+    a round's fields, my locks on it and my guesses in it (JSON columns),
+    in the same one row.
 
     The round's secret and nonce come only once it is settled (``CASE``):
     while it is open the web process never holds them, whatever a page
     goes on to do with the round."""
-    qn = connection.ops.quote_name
-    player, wallet, note = (qn(m._meta.db_table) for m in (Player, Wallet, Notification))
-    select = (f"SELECT {', '.join('p.' + qn(f) for f in _PLAYER_FIELDS)}, "
-              f"{', '.join('w.' + qn(f) for f in _WALLET_FIELDS)}, "
-              f"(SELECT COUNT(*) FROM {note} n WHERE n.{qn('player_id')} = p.{qn('id')} AND n.{qn('read_at')} IS NULL)")
-    joins = f" FROM {player} p LEFT JOIN {wallet} w ON w.{qn('player_id')} = p.{qn('id')}"
+    player, wallet, note = (_qn(m._meta.db_table) for m in (Player, Wallet, Notification))
+    select = (f"SELECT {', '.join('p.' + _qn(f) for f in _PLAYER_FIELDS)}, "
+              f"{', '.join('w.' + _qn(f) for f in _WALLET_FIELDS)}, "
+              f"(SELECT COUNT(*) FROM {note} n WHERE n.{_qn('player_id')} = p.{_qn('id')} AND n.{_qn('read_at')} IS NULL)")
+    joins = f" FROM {player} p LEFT JOIN {wallet} w ON w.{_qn('player_id')} = p.{_qn('id')}"
     if with_round:
         columns = {f.attname: f.column for f in Round._meta.concrete_fields}
-        settled = f"r.{qn('status')} = '{Round.Status.SETTLED}'"
-        select += "".join(f", CASE WHEN {settled} THEN r.{qn(columns[f])} END" if f in _SEALED else f", r.{qn(columns[f])}"
-                          for f in ROUND_FIELDS)
-        select += f", l.{qn('position')}, l.{qn('emoji')}"
-        joins += (f" LEFT JOIN {qn(Round._meta.db_table)} r ON r.{qn('id')} = %s"
-                  f" LEFT JOIN {qn(Lock._meta.db_table)} l ON l.{qn('round_id')} = r.{qn('id')}"
-                  f" AND l.{qn('player_id')} = p.{qn('id')}")
-    return select + joins + f" WHERE p.{qn('user_id')} = %s"
-
-
-_SEALED = ("secret", "nonce")  # read only from a settled round
-ROUND_FIELDS = tuple(f.attname for f in Round._meta.concrete_fields)
+        select += "".join(f", CASE WHEN {_settled()} THEN r.{_qn(columns[f])} END" if f in _SEALED
+                          else f", r.{_qn(columns[f])}" for f in ROUND_FIELDS)
+        select += f", {_json_of_my_locks(vendor)}, {_json_of_my_guesses(vendor, 'p.' + _qn('id'))}"
+        joins += f" LEFT JOIN {_qn(Round._meta.db_table)} r ON r.{_qn('id')} = %s"
+    return select + joins + f" WHERE p.{_qn('user_id')} = %s"
 
 
 def _player_from(row) -> Player | None:
@@ -152,59 +222,87 @@ def _player_with_wallet(user_id) -> Player | None:
         return _player_from(cursor.fetchone())
 
 
+def _make_player(user) -> None:
+    """A first visit (or a wallet lost by hand): make what is missing."""
+    Wallet.objects.get_or_create(player=ensure_player(user))
+
+
 def load_player(user) -> Player:
     """The user's player with its wallet and unread-notification count (the
     page header shows both), in one statement through a plain cursor: the
     ORM's annotated join cost more CPU than the query; made on first use."""
     player = _player_with_wallet(user.pk)
-    if player is None:  # first visit (or a wallet lost by hand): make what is missing
-        Wallet.objects.get_or_create(player=ensure_player(user))
+    if player is None:
+        _make_player(user)
         player = _player_with_wallet(user.pk)
     return player
 
 
-@contextlib.contextmanager
-def one_round_trip():
-    """Statements executed in this block go to PostgreSQL together, in one
-    network round trip (psycopg's pipeline mode), and each cursor's rows are
-    read when it is first fetched: execute them all, then fetch. Anywhere
-    else (SQLite, inside a transaction) the block changes nothing."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
-        yield
-        return
-    connection.ensure_connection()
-    with connection.connection.pipeline():
-        yield
+@dataclass
+class RoundPage:
+    """What the round page reads from the database."""
+    player: Player
+    round: Round | None  # None: there is no such round
+    locks: dict[int, str]
+    guesses: list[Guess]  # newest first
 
 
-def start_player_and_round(cursor, user, round_id: str) -> None:
-    """Send the statement of :func:`load_player_and_round` on ``cursor``."""
-    cursor.execute(_player_sql(connection.vendor, with_round=True), [round_id, user.pk])
+def _round_page_row(user, round_id: str):
+    with connection.cursor() as cursor:
+        cursor.execute(_player_sql(connection.vendor, with_round=True), [round_id, user.pk])
+        return cursor.fetchone()
 
 
-def load_player_and_round(user, round_id: str, rows: list | None = None) -> tuple[Player, Round | None, dict[int, str]]:
-    """``load_player``, and the round (None if there is none) with the
-    player's locks on it, in the same one statement (or from its ``rows``,
-    sent by :func:`start_player_and_round`). The round's secret and nonce
-    are None until it is settled."""
-    if rows is None:
-        with connection.cursor() as cursor:
-            start_player_and_round(cursor, user, round_id)
-            rows = cursor.fetchall()
-    player = _player_from(rows[0] if rows else None)
-    if player is None:  # first visit: make the player, then read the round on its own
-        player = load_player(user)
-        fields, my_locks = locks.round_with_locks(round_id, player.pk)
-        rnd = Round.from_db(connection.alias, ROUND_FIELDS, fields) if fields is not None else None
-        if rnd is not None and not rnd.revealed:
-            rnd.secret, rnd.nonce = None, None
-        return player, rnd, my_locks
+def load_round_page(user, round_id: str) -> RoundPage:
+    """The player (wallet, unread count), the round, my locks on it and my
+    guesses in it: one statement (a first visit makes the player first).
+    The round's secret and nonce are None until it is settled."""
+    row = _round_page_row(user, round_id)
+    player = _player_from(row)
+    if player is None:
+        _make_player(user)
+        row = _round_page_row(user, round_id)
+        player = _player_from(row)
     start = len(_PLAYER_FIELDS) + len(_WALLET_FIELDS) + 1
     end = start + len(ROUND_FIELDS)
-    if rows[0][start] is None:  # no such round (its id is never NULL)
-        return player, None, {}
-    rnd = Round.from_db(connection.alias, ROUND_FIELDS, convert(Round, ROUND_FIELDS, rows[0][start:end]))
-    return player, rnd, {row[end]: row[end + 1] for row in rows if row[end] is not None}
+    if row[start] is None:  # no such round (its id is never NULL)
+        return RoundPage(player, None, {}, [])
+    rnd = Round.from_db(connection.alias, ROUND_FIELDS, convert(Round, ROUND_FIELDS, row[start:end]))
+    my_locks = {position: emoji for position, emoji in _json(row[end])}
+    return RoundPage(player, rnd, my_locks, guesses_from_json(row[end + 1], rnd, player.pk))
+
+
+@functools.cache
+def _round_and_guesses_sql(vendor: str, fields: tuple[str, ...]) -> str:
+    columns = {f.attname: f.column for f in Round._meta.concrete_fields}
+    return (f"SELECT {''.join('r.' + _qn(columns[f]) + ', ' for f in fields)}{_json_of_my_guesses(vendor, '%s')} "
+            f"FROM {_qn(Round._meta.db_table)} r WHERE r.{_qn('id')} = %s")
+
+
+def _round_and_guesses_row(round_id: str, player_id: str, fields: tuple[str, ...]):
+    if set(fields) & set(_SEALED):
+        raise ValueError("the secret and nonce are read only through the round page's CASE")
+    with connection.cursor() as cursor:
+        cursor.execute(_round_and_guesses_sql(connection.vendor, fields), [player_id, round_id])
+        return cursor.fetchone()
+
+
+def round_and_my_guesses(round_id: str, player_id: str, fields: tuple[str, ...]) -> tuple[Round | None, list[Guess]]:
+    """The round (just ``fields``: never the sealed ones) and my guesses in
+    it, newest first, in one statement; (None, []) when there is no such
+    round."""
+    row = _round_and_guesses_row(round_id, player_id, fields)
+    if row is None:
+        return None, []
+    n = len(fields)
+    rnd = Round.from_db(connection.alias, fields, convert(Round, fields, row[:n]))
+    return rnd, guesses_from_json(row[n], rnd, player_id)
+
+
+def my_guesses_in(rnd: Round, player_id: str) -> list[Guess]:
+    """My guesses in ``rnd``, newest first, in one statement."""
+    row = _round_and_guesses_row(rnd.pk, player_id, ())
+    return guesses_from_json(row[0], rnd, player_id) if row is not None else []
 
 
 SESSION_PLAYER = "cm_player"
@@ -235,7 +333,7 @@ def player_required(view=None, *, json: bool = False, load: bool = True):
     instead of redirecting a poller to the login page. A page's player
     comes with its wallet and unread count for the header, in one query;
     ``load=False`` leaves a GET's player to the view, which reads it with
-    what it reads anyway (``load_player_and_round``, then ``remember_player``)."""
+    what it reads anyway (``load_round_page``, then ``remember_player``)."""
     def wrap(func):
         @functools.wraps(func)
         def inner(request, *args, **kwargs):

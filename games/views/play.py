@@ -15,7 +15,6 @@ from urllib.parse import quote_plus
 
 import echomq
 from django.contrib import messages
-from django.db import connection
 from django.db.models import Q
 from django.http import Http404, HttpResponseNotModified, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -31,10 +30,9 @@ from ..errors import RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry
-from ..rows import from_row
 from ..wallet import DIAMONDS_PER_KEY
-from .common import (amount, emoji_name, load_player_and_round, one_round_trip, player_required, remember_player,
-                     start_player_and_round)
+from .common import (MAX_GUESSES_SHOWN, amount, emoji_name, load_round_page, my_guesses_in, player_required,
+                     remember_player, round_and_my_guesses)
 from .common import url as common_url
 from ..ratelimit import limited
 
@@ -43,7 +41,6 @@ log = logging.getLogger("games.views")
 # How each refusal answers: the round or the wallet is in the wrong state
 # (409, 402) or the guess itself is malformed (400).
 ERROR_STATUS = {"no_round": 404, "closed": 409, "expired": 409, "insufficient_funds": 402, "repeated_guess": 409}
-MAX_GUESSES_SHOWN = 200
 
 
 def _get_round(round_id: str) -> Round:
@@ -90,43 +87,8 @@ def _sealed(rnd: Round) -> bool:
     return rnd.kind == Round.Kind.BLIND and not rnd.revealed
 
 
-GUESS_FIELDS = ("id", "round_id", "player_id", "emojis_final", "status", "total", "created_at", "breakdown")
-
-
-@functools.cache
-def _my_guesses_sql(vendor: str) -> str:
-    """My guesses in a round, newest first. The per-position breakdown comes
-    only from a settled round (``CASE``): before that it would say where the
-    secret's emojis are, so the web process never holds it."""
-    qn = connection.ops.quote_name
-    columns = {f.attname: f.column for f in Guess._meta.concrete_fields}
-    assert GUESS_FIELDS[-1] == "breakdown", "the CASE column is read as the last field"
-    shown = [f"g.{qn(columns[f])}" for f in GUESS_FIELDS[:-1]]
-    return (f"SELECT {', '.join(shown)}, CASE WHEN r.{qn('status')} = '{Round.Status.SETTLED}' "
-            f"THEN g.{qn(columns['breakdown'])} END FROM {qn(Guess._meta.db_table)} g "
-            f"JOIN {qn(Round._meta.db_table)} r ON r.{qn('id')} = g.{qn('round_id')} "
-            f"WHERE g.{qn('round_id')} = %s AND g.{qn('player_id')} = %s "
-            f"ORDER BY g.{qn('id')} DESC LIMIT {MAX_GUESSES_SHOWN}")
-
-
-def _start_my_guesses(cursor, round_id: str, player_id: str) -> None:
-    cursor.execute(_my_guesses_sql(connection.vendor), [round_id, player_id])
-
-
-def _guesses_from(rows, rnd: Round) -> list[Guess]:
-    guesses = [from_row(Guess, GUESS_FIELDS, row) for row in rows]
-    for g in guesses:
-        g.round = rnd  # (``feedback_visible`` reads it)
-    return guesses
-
-
-def _my_guesses(player: Player, rnd: Round) -> list[Guess]:
-    """Newest first, each knowing its round without a query. Only the
-    columns a row shows. A plain cursor: the ORM's compile cost more CPU
-    than the query (the page and its poll both run this)."""
-    with connection.cursor() as cursor:
-        _start_my_guesses(cursor, rnd.pk, player.pk)
-        return _guesses_from(cursor.fetchall(), rnd)
+# What the poll reads of its round besides my guesses.
+POLL_ROUND_FIELDS = ("id", "kind", "status", "ends_at")
 
 
 def guess_row(g: Guess, rnd: Round) -> dict:
@@ -172,9 +134,9 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
     """The round page; also the answer to a refused POST (with ``error``).
 
     Its SQL is pinned by a test: the player (wallet, unread count), the
-    round and my locks come in one statement (``round_page``), my guesses
-    in a second, the best total is taken from the guesses already read,
-    and the players around you come from Valkey (``games.live``)."""
+    round, my locks and my guesses come in one statement (``round_page``),
+    the best total is taken from the guesses already read, and the players
+    around you come from Valkey (``games.live``)."""
     player = request.player
     playable = rnd.is_open
     if not playable:
@@ -182,7 +144,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
     elif my_locks is None:
         my_locks = locks.locks_for(player.pk, rnd.pk)
     slots = compose_draft(slots or [""] * engine.SIZE, my_locks)
-    guesses = _my_guesses(player, rnd) if guesses is None else guesses
+    guesses = my_guesses_in(rnd, player.pk) if guesses is None else guesses
     rows = [guess_row(g, rnd) for g in guesses]
     totals = [r["total"] for r in rows if r["total"] is not None]
     best = max(totals) if totals else None
@@ -264,26 +226,16 @@ def _lobby(request):
 @require_GET
 @player_required(load=False)
 def round_page(request, round_id: str):
-    """The player (wallet, unread count), the round and my locks come in one
-    statement, my guesses in a second -- both in one round trip on
-    PostgreSQL, when the session already said who the player is; the rest
-    from Valkey."""
-    known = getattr(request.user, "_cached_player", None)
-    guesses = None
-    if known is None:
-        request.player, rnd, my_locks = load_player_and_round(request.user, round_id)
-    else:
-        with one_round_trip(), connection.cursor() as page, connection.cursor() as mine:
-            start_player_and_round(page, request.user, round_id)
-            _start_my_guesses(mine, round_id, known.pk)
-            page_rows, guess_rows = page.fetchall(), mine.fetchall()
-        request.player, rnd, my_locks = load_player_and_round(request.user, round_id, page_rows)
-        if rnd is not None and request.player.pk == known.pk:
-            guesses = _guesses_from(guess_rows, rnd)
-    remember_player(request, request.player)
-    if rnd is None:
+    """The player (wallet, unread count), the round, my locks and my
+    guesses come in one statement (``load_round_page``); the rest from
+    Valkey."""
+    page = load_round_page(request.user, round_id)
+    request.player = page.player
+    remember_player(request, page.player)
+    if page.round is None:
         raise Http404("No such round.")
-    return render_round(request, rnd, slots=DraftForm.from_query(request.GET), my_locks=my_locks, guesses=guesses)
+    return render_round(request, page.round, slots=DraftForm.from_query(request.GET), my_locks=page.locks,
+                        guesses=page.guesses)
 
 
 @require_POST
@@ -362,10 +314,10 @@ def my_guesses(request, round_id: str):
         response = HttpResponseNotModified()
         response["ETag"] = tag
         return response
-    rnd = Round.objects.filter(pk=round_id).only("id", "kind", "status", "ends_at").first()
+    rnd, guesses = round_and_my_guesses(round_id, request.player.pk, POLL_ROUND_FIELDS)
     if rnd is None:
         return JsonResponse({"error": "That round does not exist."}, status=404)
-    rows = [guess_row(g, rnd) for g in _my_guesses(request.player, rnd)]
+    rows = [guess_row(g, rnd) for g in guesses]
     totals = [r["total"] for r in rows if r["total"] is not None]
     response = JsonResponse({
         "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},

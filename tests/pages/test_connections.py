@@ -50,17 +50,15 @@ def test_a_healthy_connection_is_reused_without_a_select_1(monkeypatch):
     assert [a_request() for _ in range(3)] == [pid] * 3 and asked == []
 
 
-def test_statements_in_one_round_trip_go_out_together_and_read_back_in_order():
-    """views.common.one_round_trip: psycopg's pipeline mode, so the round
-    page's two statements cost one network round trip; each cursor still
-    reads its own rows. Prepared statements (prepare_threshold) stay on."""
-    from games.views.common import one_round_trip
-
+def test_a_statement_run_five_times_is_prepared_by_the_server():
+    """prepare_threshold: psycopg prepares what a connection repeats (the
+    guess POST's statement, the round page's), so PostgreSQL stops parsing
+    and planning them."""
     assert connection.settings_dict["OPTIONS"]["prepare_threshold"] == 5
-    for _ in range(7):  # past the prepare threshold, inside the pipeline too
-        with one_round_trip(), connection.cursor() as a, connection.cursor() as b:
-            assert connection.connection.pgconn.pipeline_status != 0  # PQ_PIPELINE_OFF
-            a.execute("SELECT %s::int + 1", [1])
-            b.execute("SELECT %s::text || 'b'", ["a"])
-            assert (a.fetchone(), b.fetchone()) == ((2,), ("ab",))
-    assert connection.connection.pgconn.pipeline_status == 0
+    sql = "SELECT %s::int + 41"
+    with connection.cursor() as cursor:
+        for _ in range(6):
+            cursor.execute(sql, [1])
+            assert cursor.fetchone() == (42,)
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+        assert any("+ 41" in statement for (statement,) in cursor.fetchall())

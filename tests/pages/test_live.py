@@ -19,8 +19,8 @@ SECRET = ["🦊", "🐶", "🐰", "🐱", "🐹", "🐭"]
 GUESS = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊"]
 MISS = "🐼"
 MISSES = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # distinct, none in SECRET: a guess repeats no emoji
-ROUND_PAGE_SQL = 2  # player+wallet+unread with the round and my locks, my guesses (session and user: cache)
-POLL_SQL = 2  # round, my guesses (session and user: cache; the player id is in the session)
+ROUND_PAGE_SQL = 1  # player+wallet+unread, the round, my locks and my guesses (session and user: cache)
+POLL_SQL = 1  # the round and my guesses (session and user: cache; the player id is in the session)
 
 
 def slots(emojis):

@@ -72,15 +72,15 @@ def test_the_round_page_reads_no_secret_or_nonce_until_settled(player, make_roun
     """The round page's one statement hands the web process the secret and
     nonce only once the round is settled: nothing a page does with an open
     round can show what it never had."""
-    from games.views.common import load_player_and_round
+    from games.views.common import load_round_page
 
     rnd = make_round(kind=kind, secret=SECRET)
-    _, seen, _ = load_player_and_round(player.user, rnd.pk)
+    seen = load_round_page(player.user, rnd.pk).round
     assert (seen.pk, seen.secret, seen.nonce) == (rnd.pk, None, None)
     settlement.settle_round(rnd.pk, force=True)
-    _, seen, _ = load_player_and_round(player.user, rnd.pk)
+    seen = load_round_page(player.user, rnd.pk).round
     assert seen.secret == SECRET and seen.nonce == rnd.nonce
-    assert load_player_and_round(player.user, "RND00000000000")[1] is None
+    assert load_round_page(player.user, "RND00000000000").round is None
 
 
 @pytest.mark.parametrize("close", ["open", "voided"])
