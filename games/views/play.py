@@ -74,12 +74,32 @@ def _quoted(emoji: str) -> str:
     return quote_plus(emoji)
 
 
-def _round_url(rnd: Round | str, slots: list[str] | None = None) -> str:
+SENT = "sent"  # the query parameter naming the guess a POST just took
+
+
+def _round_url(rnd: Round | str, slots: list[str] | None = None, *, sent: str = "") -> str:
     """The round page, carrying the draft in the query so it survives the
-    redirect (``urlencode`` of the slots, each emoji quoted once per process)."""
+    redirect (``urlencode`` of the slots, each emoji quoted once per process),
+    and the id of the guess just sent, which the page confirms."""
     url = common_url("round", rnd.pk if isinstance(rnd, Round) else rnd)
     query = "&".join(f"slot{i}={_quoted(s)}" for i, s in enumerate(slots or []) if s)
+    if sent:
+        query = f"{query}&{SENT}={sent}" if query else f"{SENT}={sent}"
     return f"{url}?{query}" if query else url
+
+
+def _sent_note(rnd: Round, guesses: list[Guess], sent: str | None) -> str:
+    """"Guess … is in, for 1 key." when ``sent`` names one of my guesses
+    here (the address a guess POST redirects to says which); else nothing.
+    The redirect carries it, not a one-time message cookie: a signed cookie
+    set on every guess and cleared on the next page cost the pair more CPU
+    than anything else it does besides the database and Valkey."""
+    if not sent:
+        return ""
+    g = next((g for g in guesses if g.id == sent), None)
+    if g is None:
+        return ""
+    return f"Guess {' '.join(g.emojis_final)} is in, for {amount(rnd.guess_price, rnd.currency)}."
 
 
 def _sealed(rnd: Round) -> bool:
@@ -130,7 +150,8 @@ def _live(request, rnd: Round) -> dict | None:
 
 
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
-                 status: int = 200, my_locks: dict[int, str] | None = None, guesses: list[Guess] | None = None):
+                 status: int = 200, my_locks: dict[int, str] | None = None, guesses: list[Guess] | None = None,
+                 sent: str | None = None):
     """The round page; also the answer to a refused POST (with ``error``).
 
     Its SQL is pinned by a test: the player (wallet, unread count), the
@@ -164,6 +185,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "balance": wallet.balance(rnd.currency) if wallet else 0,
         "token": uuid.uuid4().hex,
         "error": error,
+        "note": _sent_note(rnd, guesses, sent),
         "reveal": _reveal(rnd),
         "payout": payout,
         "payout_words": payouts.told(rnd.kind, payout) if payout else "",
@@ -235,7 +257,7 @@ def round_page(request, round_id: str):
     if page.round is None:
         raise Http404("No such round.")
     return render_round(request, page.round, slots=DraftForm.from_query(request.GET), my_locks=page.locks,
-                        guesses=page.guesses)
+                        guesses=page.guesses, sent=request.GET.get(SENT))
 
 
 @require_POST
@@ -294,8 +316,7 @@ def guess(request, round_id: str):
     except SubmitError as err:
         game_metrics.refused(err.code)
         return _refused(request, _get_round(round_id), err, form.slots())
-    messages.success(request, f"Guess {' '.join(g.emojis_final)} is in, for {amount(g.price, g.currency)}.")
-    return HttpResponseRedirect(_round_url(round_id, form.slots()))
+    return HttpResponseRedirect(_round_url(round_id, form.slots(), sent=g.id))
 
 
 @never_cache

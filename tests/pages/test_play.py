@@ -98,6 +98,27 @@ def test_compose_refuses_an_off_keyboard_key(play, make_round):
     assert resp.status_code == 400 and "not on this keyboard" in resp.content.decode()
 
 
+def test_the_page_a_guess_redirects_to_confirms_that_guess_and_only_mine(play, player, make_round, make_player,
+                                                                         django_capture_on_commit_callbacks):
+    """The redirect names the guess it took (no one-time message cookie):
+    the page confirms it when it is one of mine, and says nothing of
+    another player's guess or a made-up id."""
+    rnd = make_round(secret=SECRET)
+    other = make_player("bo", keys=5)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = play.post(f"/rounds/{rnd.pk}/guess/", slots(GUESS))
+    mine = Guess.objects.get(player=player)
+    assert resp.status_code == 302 and f"sent={mine.pk}" in resp["Location"]
+    assert "messages" not in resp.cookies
+    assert f"Guess {' '.join(GUESS)} is in, for 1 key." in play.get(resp["Location"]).content.decode()
+    from games.guesses import submit
+
+    theirs = submit(other, rnd, list(reversed(GUESS)))
+    for sent in (theirs.pk, "GES00000000000", "<b>"):
+        page = play.get(f"/rounds/{rnd.pk}/", {"sent": sent}).content.decode()
+        assert "is in, for" not in page and "<b>" not in page
+
+
 def test_guess_is_charged_once_queued_then_scored(play, player, make_round, django_capture_on_commit_callbacks):
     rnd = make_round(secret=SECRET)
     page = play.get(f"/rounds/{rnd.pk}/").content.decode()
