@@ -10,7 +10,14 @@ from echomq.contrib.django import get_queue
 
 
 @pytest.fixture(autouse=True)
-def valkey(valkey_server):
+def valkey(valkey_server, request):
+    if not request.node.get_closest_marker("django_db"):
+        # The Runner tidies database connections after each task, as a
+        # worker does; one a database test left open (pytest-django runs
+        # those first) would be touched by a test that may not use it.
+        from django.db import connections
+
+        connections.close_all()
     client = valkey_server.client()
     client.flushall()
     emq_django.reset_client(valkey_server.url)
