@@ -115,6 +115,7 @@ def reset_client(url: str | None = None, *, cluster: bool | None = None) -> None
     global _client, _url, _cluster
     with _lock:
         _client, _url, _cluster = None, url, cluster
+        _queues.clear()
 
 
 def queue_options(name: str) -> dict:
@@ -123,11 +124,20 @@ def queue_options(name: str) -> dict:
     return opts if isinstance(opts, dict) else {}
 
 
-def get_queue(name: str):
-    """The queue ``name``: a ShardedQueue when ECHOMQ["QUEUES"][name]["shards"] > 1."""
-    from echomq import Queue, ShardedQueue
+_queues: dict[tuple, object] = {}
 
+
+def get_queue(name: str):
+    """The queue ``name``: a ShardedQueue when ECHOMQ["QUEUES"][name]["shards"] > 1.
+    Made once per client and layout (a queue is only names and the client;
+    every guess POST asks for one)."""
+    client = get_client()
     shards = int(queue_options(name).get("shards", 1))
-    if shards > 1:
-        return ShardedQueue(name, get_client(), shards=shards)
-    return Queue(name, get_client())
+    key = (name, shards, id(client))  # the cached queue holds the client: its id is not reused
+    queue = _queues.get(key)
+    if queue is None:
+        from echomq import Queue, ShardedQueue
+
+        queue = ShardedQueue(name, client, shards=shards) if shards > 1 else Queue(name, client)
+        queue = _queues.setdefault(key, queue)
+    return queue
