@@ -30,12 +30,17 @@ _INDEX = {c: i for i, c in enumerate(ALPHABET)}
 _BRAND = re.compile(r"[A-Z]{3}")
 
 
+_PAIRS = [a + b for a in ALPHABET for b in ALPHABET]  # two digits at a time: 62**2 strings
+
+
 def _encode_n(n: int) -> str:
-    chars = []
-    for _ in range(WIDTH):
-        n, r = divmod(n, 62)
-        chars.append(ALPHABET[r])
-    return "".join(reversed(chars))
+    """``n`` (0 <= n <= MAX_N) as WIDTH base62 digits, two per division."""
+    out = []
+    for _ in range(WIDTH // 2):
+        n, r = divmod(n, 3844)
+        out.append(_PAIRS[r])
+    out.append(ALPHABET[n])  # WIDTH is odd: one digit is left, and n < 62 here
+    return "".join(reversed(out))
 
 
 MAX_PAYLOAD = _encode_n(MAX_N)  # "AzL8n0Y58m7"
@@ -111,9 +116,13 @@ class Minter:
             return (self._last_ms << (NODE_BITS + SEQ_BITS)) | (self.node << SEQ_BITS) | self._seq
 
     def mint(self, brand: str) -> str:
-        return encode(brand, self.next_n())
+        if brand not in _BRANDS_SEEN:  # checked once per brand; n is ours and in range
+            encode(brand, 0)
+            _BRANDS_SEEN.add(brand)
+        return brand + _encode_n(self.next_n())
 
 
+_BRANDS_SEEN: set[str] = set()
 _default = Minter()
 
 
