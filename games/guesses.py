@@ -55,6 +55,7 @@ from typing import Sequence
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from echomq import ids
 from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
@@ -239,6 +240,22 @@ def _write_with_charge(guess: Guess, *, guarded: bool) -> bool:
     return written
 
 
+_GUESS_FIELDS = tuple(f.attname for f in Guess._meta.concrete_fields)
+
+
+def _new_guess(player_id: str, round_id: str, key: str | None, sent: list[str], final: list[str],
+               currency: str, price: int) -> Guess:
+    """A new, unsaved, queued guess with its GES and JOB ids minted: what
+    ``Guess(player_id=..., ...)`` makes, built from the values in field
+    order (keyword construction cost twice the CPU, most of it matching
+    names and filling defaults)."""
+    values = {"id": ids.mint("GES"), "job_id": ids.mint("JOB"), "player_id": player_id, "round_id": round_id,
+              "idempotency_key": key, "emojis_sent": sent, "emojis_final": final, "currency": currency,
+              "price": price, "status": Guess.Status.QUEUED, "total": None, "breakdown": None,
+              "created_at": timezone.now(), "scored_at": None, "fingerprint": fingerprint(final)}
+    return Guess(*[values[name] for name in _GUESS_FIELDS])
+
+
 def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key: str | None) -> Guess | None:
     """The usual guess on PostgreSQL, as one statement in autocommit: no
     BEGIN, no read, no COMMIT. The form sends the locked emojis in their
@@ -259,8 +276,7 @@ def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key
     if (fixed is None or not fixed.guess_price
             or any(not isinstance(e, str) or e not in fixed.keyboard for e in sent)):
         return None
-    guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
-                  emojis_final=sent, currency=fixed.currency, price=fixed.guess_price, fingerprint=fingerprint(sent))
+    guess = _new_guess(player_id, round_id, key, sent, sent, fixed.currency, fixed.guess_price)
     with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
         # (inside a caller's transaction, a savepoint keeps a refused INSERT from spoiling it)
         written = _write_with_charge(guess, guarded=True)
@@ -279,8 +295,7 @@ def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: 
     if off:
         raise OffKeyboard([str(e) for e in off])
     final = locks.overlay(sent, my_locks)
-    guess = Guess(player_id=player_id, round_id=round_id, idempotency_key=key, emojis_sent=sent,
-                  emojis_final=final, currency=rnd.currency, price=rnd.guess_price, fingerprint=fingerprint(final))
+    guess = _new_guess(player_id, round_id, key, sent, final, rnd.currency, rnd.guess_price)
     if not guess.price:
         insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
         return guess
