@@ -27,8 +27,11 @@ import time
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
+import redis
+
 from echomq import UNAVAILABLE, Unavailable
 from echomq.client import Client
+from echomq.errors import translate
 
 log = logging.getLogger("codemojex.cache")
 
@@ -133,6 +136,38 @@ class ValkeyCache(RedisCache):
         except DOWN as exc:
             self._down(exc)
             return {}
+
+    def get_many_riding(self, keys, rides, version=None):
+        """``get_many(keys)``, with each ride's command (``games.rides``)
+        sent in the same pipeline: one round trip for all. Each ride that
+        went out is marked ``sent`` with its ``reply`` or (typed) ``error``;
+        one the server answered NOSCRIPT is left unsent, for its view to
+        send itself. Rides go out only where the queues' keys are too: the
+        cache on the EchoMQ Valkey (no LOCATION of its own), not a cluster."""
+        if not rides or (self._servers and self._servers[0]):
+            return self.get_many(keys, version)
+        try:
+            wrapper = self._cache
+            if wrapper._cluster:
+                return self.get_many(keys, version)
+            key_map = {self.make_and_validate_key(key, version=version): key for key in keys}
+            replies = wrapper.get_client(None).execute_many([("MGET", *key_map), *(r.command for r in rides)])
+        except DOWN as exc:
+            self._down(exc)
+            return {}
+        for ride, reply in zip(rides, replies[1:]):
+            if isinstance(reply, redis.exceptions.NoScriptError):
+                continue
+            ride.sent = True
+            if isinstance(reply, Exception):
+                ride.error = translate(reply)
+            else:
+                ride.reply = reply
+        values = replies[0]
+        if isinstance(values, Exception):
+            raise values
+        loads = wrapper._serializer.loads
+        return {key_map[k]: loads(v) for k, v in zip(key_map, values) if v is not None}
 
     def has_key(self, key, version=None):
         try:

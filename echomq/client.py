@@ -9,8 +9,8 @@ round trip itself -- measured on this project's machine, an MGET through
 ``redis.Redis`` took about twice the CPU of the same MGET written to a
 redis-py connection and read back.
 
-So :class:`Client` sends each single command over a connection that its
-thread keeps for itself: made by the client's own pool (the same connection
+So :class:`Client` sends each single command (and each batch of
+:meth:`Client.execute_many`) over a connection that its thread keeps for itself: made by the client's own pool (the same connection
 class, timeouts, credentials and fail-fast checks, see
 ``echomq.contrib.django.failfast``), written and read with redis-py's own
 connection methods, its reply parsed by the client's response callbacks,
@@ -69,6 +69,29 @@ class Client(redis.Redis):
         except ResponseError:  # a whole reply was read: the connection is fine
             raise
         except BaseException:  # anything else may leave a reply unread: start over on a new socket
+            conn.disconnect()
+            raise
+
+    def execute_many(self, commands) -> list:
+        """Several commands in one round trip on this thread's connection (a
+        pipeline without MULTI, and without the pipeline object's own
+        machinery): their replies in order, a command's reply error in its
+        place as the exception. Retried whole on a lost connection, as a
+        redis-py pipeline is."""
+        conn = self._own_connection()
+        return conn.retry.call_with_retry(lambda: self._send_many(conn, commands), _disconnect(conn))
+
+    def _send_many(self, conn, commands):
+        try:
+            conn.send_packed_command(conn.pack_commands(commands))
+            replies = []
+            for args in commands:
+                try:
+                    replies.append(self.parse_response(conn, args[0]))
+                except ResponseError as exc:  # read whole: the next reply follows
+                    replies.append(exc)
+            return replies
+        except BaseException:
             conn.disconnect()
             raise
 

@@ -32,7 +32,7 @@ from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 from echomq.scripts import Script
 
-from . import leaderboard
+from . import leaderboard, rides
 
 log = logging.getLogger("games.live")
 
@@ -73,18 +73,34 @@ def touch(round_id: str, client=None) -> None:
         log.warning("round %s version not bumped (%s); polls catch up within %ss", round_id, exc, ETAG_BUCKET_S)
 
 
-def etag(round_id: str, player_id: str, client=None, now: float | None = None) -> str | None:
+def etag(round_id: str, player_id: str, client=None, now: float | None = None,
+         ride: rides.Ride | None = None) -> str | None:
     """A weak ETag for a player's poll of a round. It changes at once when
     one of the player's guesses is scored or the round closes, and every
     ETAG_BUCKET_S for the rest (other players' scores, recent activity): so
     a busy round costs each idle poller one full answer per bucket, not one
-    per poll. None when Valkey does not answer (the poll answers in full)."""
+    per poll. None when Valkey does not answer (the poll answers in full).
+    ``ride``: the versions, read with the session (``etag_riding``)."""
     try:
-        mine, closed = (client or get_client()).mget(version_key(round_id, player_id), version_key(round_id))
+        if ride is not None and ride.meta == (round_id, player_id):
+            if ride.error is not None:
+                raise ride.error
+            mine, closed = ride.reply
+        else:
+            mine, closed = (client or get_client()).mget(version_key(round_id, player_id), version_key(round_id))
     except UNAVAILABLE:
         return None
     bucket = int((clock() if now is None else now) // ETAG_BUCKET_S)
     return f'W/"{int(mine or 0)}.{int(closed or 0)}.{bucket}"'
+
+
+def etag_riding(request, who) -> rides.Ride | None:
+    """The poll's versions, made to go out with the session's read."""
+    round_id = request.resolver_match.kwargs.get("round_id")
+    if not round_id:
+        return None
+    return rides.Ride(("MGET", version_key(round_id, who[1]), version_key(round_id)), who,
+                      meta=(round_id, who[1]))
 
 
 def record_activity(pipe, round_id: str, guess_id: str, now_ms: int | None = None, player_id: str = "") -> None:
@@ -205,17 +221,49 @@ def _keep_name(client, player_id: str, username: str) -> None:
         _name_memo[player_id] = (username, time.monotonic() + NAME_MEMO_S)
 
 
-def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None) -> dict | None:
+# round id -> whether its page showed the board last time (classic, or a
+# revealed blind round): what a ride asks for before the round is read.
+_SHOWS_BOARD_MAX = 10_000
+_shows_board: dict[str, bool] = {}
+
+
+def _snapshot_args(round_id: str, player_id: str, board: bool, now_ms: int) -> tuple[list, list]:
+    return ([leaderboard.key(round_id), activity_key(round_id)],
+            [player_id, now_ms - ACTIVITY_WINDOW_MS, TOP, AROUND, "1" if board else "0"])
+
+
+def snapshot_riding(request, who) -> rides.Ride | None:
+    """The round page's snapshot, made to go out with the session's read
+    (``games.rides``). It asks for the board only where the round's page
+    showed it before: a sealed blind round's board is never read early."""
+    round_id = request.resolver_match.kwargs.get("round_id")
+    if not round_id:
+        return None
+    board = _shows_board.get(round_id, False)
+    keys, args = _snapshot_args(round_id, who[1], board, int(time.time() * 1000))
+    return rides.Ride(("EVALSHA", _SNAPSHOT.sha, len(keys), *keys, *args), who, script=_SNAPSHOT,
+                      meta=(round_id, board))
+
+
+def snapshot(rnd, player_id: str, username: str, *, board: bool, client=None,
+             ride: rides.Ride | None = None) -> dict | None:
     """Players with a score, guesses scored in the last minute and (when
     ``board``, i.e. not a sealed blind round) the top of the board and your
-    neighbours: one script call, no SQL in steady state."""
+    neighbours: one script call, no SQL in steady state -- or none, when
+    ``ride`` brought the same call's reply with the session's read."""
     client = client or get_client()
-    now_ms = int(time.time() * 1000)
+    if len(_shows_board) >= _SHOWS_BOARD_MAX:
+        _shows_board.clear()
+    _shows_board[rnd.pk] = board
     try:
         _keep_name(client, player_id, username)
-        players, recent, rank, top, start, near = _SNAPSHOT(
-            client, [leaderboard.key(rnd.pk), activity_key(rnd.pk)],
-            [player_id, now_ms - ACTIVITY_WINDOW_MS, TOP, AROUND, "1" if board else "0"])
+        if ride is not None and ride.meta == (rnd.pk, board) and ride.who[1] == player_id:
+            if ride.error is not None:
+                raise ride.error
+            reply = ride.reply
+        else:
+            reply = _SNAPSHOT(client, *_snapshot_args(rnd.pk, player_id, board, int(time.time() * 1000)))
+        players, recent, rank, top, start, near = reply
         out = {"players": players, "recent": recent, "rank": None if rank < 0 or not board else rank + 1,
                "top": [], "around": []}
         if board:

@@ -30,6 +30,8 @@ from echomq import UNAVAILABLE
 from echomq.scripts import Script
 from echomq.contrib.django import get_client
 
+from . import rides
+
 log = logging.getLogger("games.ratelimit")
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -86,23 +88,56 @@ class Hit:
     key: str = ""
 
 
+def _counter(name: str, ident: str, r: Rate) -> tuple[str, int, int]:
+    """The counter of ``ident`` under limit ``name`` for the window now:
+    (key, window number, now in ms)."""
+    now_ms = int(time.time() * 1000)
+    window = now_ms // (r.seconds * 1000)
+    digest = hashlib.blake2b(str(ident).encode("utf-8", "replace"), digest_size=12).hexdigest()
+    return f"cm:rl:{name}:{digest}:{window}", window, now_ms
+
+
+def _verdict(count: int, r: Rate, key: str, window: int, now_ms: int) -> Hit:
+    window_ms = r.seconds * 1000
+    retry_after = max(1, math.ceil(((window + 1) * window_ms - now_ms) / 1000))
+    return Hit(count <= r.count, retry_after, key)
+
+
 def hit(name: str, ident: str) -> Hit:
     """Count one request of ``ident`` against limit ``name``."""
     r = rate(name)
     if r is None:
         return Hit(True)
-    window_ms = r.seconds * 1000
-    now_ms = int(time.time() * 1000)
-    window = now_ms // window_ms
-    digest = hashlib.blake2b(str(ident).encode("utf-8", "replace"), digest_size=12).hexdigest()
-    key = f"cm:rl:{name}:{digest}:{window}"
+    key, window, now_ms = _counter(name, ident, r)
     try:
-        count = _HIT(get_client(), [key], [window_ms + 1000])
+        count = _HIT(get_client(), [key], [r.seconds * 1000 + 1000])
     except UNAVAILABLE as exc:
         log.warning("rate limit %s not checked, Valkey unreachable: %s", name, exc)
         return Hit(True)
-    retry_after = max(1, math.ceil(((window + 1) * window_ms - now_ms) / 1000))
-    return Hit(count <= r.count, retry_after, key)
+    return _verdict(count, r, key, window, now_ms)
+
+
+def _hit_riding(name: str):
+    """The hit of limit ``name`` for the session's user, made to go out with
+    the session's read (``games.rides``)."""
+    def make(request, who) -> rides.Ride | None:
+        r = rate(name)
+        if r is None:
+            return None
+        key, window, now_ms = _counter(name, f"user:{who[0]}", r)
+        return rides.Ride(("EVALSHA", _HIT.sha, 1, key, r.seconds * 1000 + 1000), who, script=_HIT,
+                          meta=(r, key, window, now_ms))
+    return make
+
+
+def _hit_from(name: str, ride: rides.Ride) -> Hit:
+    r, key, window, now_ms = ride.meta
+    if isinstance(ride.error, UNAVAILABLE):
+        log.warning("rate limit %s not checked, Valkey unreachable: %s", name, ride.error)
+        return Hit(True)
+    if ride.error is not None:
+        raise ride.error
+    return _verdict(ride.reply, r, key, window, now_ms)
 
 
 def undo(h: Hit) -> None:
@@ -146,11 +181,14 @@ def too_many(request, name: str, retry_after: int):
 
 def limited(name: str):
     """Decorate a view (after ``player_required``) with the per-user limit
-    ``name``: over the limit it answers 429 and the view does not run."""
+    ``name``: over the limit it answers 429 and the view does not run. The
+    hit usually goes out with the session's read (``games.rides``)."""
     def wrap(view):
+        @rides.ride_along(f"limit:{name}", _hit_riding(name))
         @functools.wraps(view)
         def inner(request, *args, **kwargs):
-            h = hit(name, f"user:{request.user.pk}")
+            ride = rides.taken(request, f"limit:{name}", request.user.pk)
+            h = _hit_from(name, ride) if ride is not None else hit(name, f"user:{request.user.pk}")
             if not h.allowed:
                 log.info("rate limit %s refused user %s", name, request.user.pk)
                 return too_many(request, name, h.retry_after)

@@ -30,6 +30,8 @@ from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAut
 from django.contrib.sessions.backends import cached_db
 from django.utils.functional import SimpleLazyObject
 
+from . import rides
+
 
 IDENTITY_PREFIX = "cm.identity:"   # + session key -> (user, player)
 USER_SESSIONS = "cm.identities-of:"  # + user pk: the tag of that user's identities
@@ -44,16 +46,21 @@ def identity_key(session_key: str) -> str:
 
 class SessionStore(cached_db.SessionStore):
     """``cached_db`` sessions whose cache read also fetches the session's
-    identity (``self.identity``: ``(user, player)`` or None)."""
+    identity (``self.identity``: ``(user, player)`` or None), and sends the
+    view's declared Valkey calls in the same round trip (``self.rides``,
+    see ``games.rides``)."""
 
     identity = None
+    rides: dict = {}
 
     def load(self):
         self.identity = None
         if not self.session_key:  # a new session: nothing to read
             return super().load()
+        keys = [self.cache_key, identity_key(self.session_key)]
+        riding = getattr(self._cache, "get_many_riding", None) if self.rides else None
         try:
-            found = self._cache.get_many([self.cache_key, identity_key(self.session_key)])
+            found = riding(keys, list(self.rides.values())) if riding else self._cache.get_many(keys)
         except Exception:  # as cached_db: an unusable cache key resets the session (Django #17810)
             found = {}
         data = found.get(self.cache_key)
@@ -67,6 +74,7 @@ class SessionStore(cached_db.SessionStore):
         super().delete(session_key)
         if key:
             self._cache.delete(identity_key(key))
+            rides.forget(key)
 
     def remember(self, user, player) -> None:
         """Cache ``(user, player)`` as this session's identity, filed under
@@ -97,9 +105,15 @@ class AuthenticationMiddleware(DjangoAuthenticationMiddleware):
 
 def _get_user(request):
     if not hasattr(request, "_cached_user"):
-        token = asking.set(request.session)
+        session = request.session
+        if not hasattr(session, "_session_cache"):  # about to be read: the view's calls may ride along
+            session.rides = request.valkey_rode = rides.make(request, session.session_key)
+        token = asking.set(session)
         try:
-            request._cached_user = auth_get_user(request)
+            request._cached_user = user = auth_get_user(request)
         finally:
             asking.reset(token)
+        player = getattr(user, "_cached_player", None)
+        if player is not None and session.session_key:
+            rides.remember(session.session_key, user.pk, player.pk)
     return request._cached_user

@@ -24,7 +24,7 @@ from django.utils.html import format_html_join
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import engine, leaderboard, live, locks, payouts, rounds, share
+from .. import engine, leaderboard, live, locks, payouts, rides, rounds, share
 from .. import metrics as game_metrics
 from ..errors import RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
@@ -143,7 +143,8 @@ def _reveal(rnd: Round) -> dict | None:
 
 
 def _live(request, rnd: Round) -> dict | None:
-    snap = live.snapshot(rnd, request.player.pk, request.user.get_username(), board=not _sealed(rnd))
+    ride = rides.taken(request, "live", request.user.pk, request.player.pk)
+    snap = live.snapshot(rnd, request.player.pk, request.user.get_username(), board=not _sealed(rnd), ride=ride)
     if snap is not None:
         snap["recent_words"] = live.activity_words(snap["recent"])
     return snap
@@ -247,6 +248,7 @@ def _lobby(request):
 
 @require_GET
 @player_required(load=False)
+@rides.ride_along("live", live.snapshot_riding)
 def round_page(request, round_id: str):
     """The player (wallet, unread count), the round, my locks and my
     guesses come in one statement (``load_round_page``); the rest from
@@ -322,6 +324,7 @@ def guess(request, round_id: str):
 @never_cache
 @require_GET
 @player_required(json=True)
+@rides.ride_along("etag", live.etag_riding)
 def my_guesses(request, round_id: str):
     """The page's poll: my guesses in the round, newest first, my best, and
     the live view of the others (players, recent activity, the top of the
@@ -330,7 +333,8 @@ def my_guesses(request, round_id: str):
 
     Answers 304 when nothing changed since the poll's last answer (its
     ``If-None-Match`` is ``live.etag``): no round, no guesses read."""
-    tag = live.etag(round_id, request.player.pk)
+    tag = live.etag(round_id, request.player.pk,
+                    ride=rides.taken(request, "etag", request.user.pk, request.player.pk))
     if tag is not None and request.headers.get("If-None-Match") == tag:
         response = HttpResponseNotModified()
         response["ETag"] = tag

@@ -2,7 +2,6 @@
 connection, with redis-py's replies, errors and retries unchanged."""
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
@@ -74,21 +73,34 @@ def test_a_timeout_drops_the_connection_so_its_late_reply_is_never_read(valkey_s
     c.close()
 
 
-def test_a_forked_child_opens_its_own_connection(client):
-    parent = client.client_id()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report its connection's id, then leave without cleanup
-        try:
-            os.write(write, str(client.client_id()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    child = int(os.read(read, 64) or 0)
-    os.close(read)
-    os.waitpid(pid, 0)
+FORK_CHILD = """
+import os, sys
+from echomq.client import Client
+c = Client.from_url(sys.argv[1])
+parent = c.client_id()
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(write, str(c.client_id()).encode())
+    os._exit(0)
+os.close(write)
+child = int(os.read(read, 64) or 0)
+os.waitpid(pid, 0)
+print(parent, child, c.client_id())
+"""
+
+
+def test_a_forked_child_opens_its_own_connection(valkey_server):
+    """In a fresh single-threaded interpreter (fork() of a threaded one
+    is unsafe): the child never writes on the parent's socket."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FORK_CHILD, valkey_server.url], capture_output=True, text=True,
+                         timeout=30, check=True).stdout.split()
+    parent, child, parent_again = map(int, out)
     assert child and child != parent
-    assert client.client_id() == parent, "the parent's connection is untouched"
+    assert parent_again == parent, "the parent's connection is untouched"
 
 
 def test_close_drops_the_threads_connection(client, valkey_server):
@@ -96,3 +108,18 @@ def test_close_drops_the_threads_connection(client, valkey_server):
     client.close()
     ids = {int(c["id"]) for c in valkey_server.client().client_list()}
     assert before not in ids
+
+
+def test_execute_many_sends_a_batch_in_one_write_and_reads_every_reply(client, monkeypatch):
+    writes = []
+    conn = client._own_connection()
+    real = type(conn).send_packed_command
+    monkeypatch.setattr(type(conn), "send_packed_command", lambda self, c, check_health=True: (
+        writes.append(c), real(self, c, check_health))[1])
+    before = client.client_id()
+    writes.clear()
+    replies = client.execute_many([("SET", "a", "1"), ("INCR", "a", "extra"), ("INCR", "a"), ("MGET", "a", "b")])
+    assert len(writes) == 1
+    assert replies[0] is True and isinstance(replies[1], redis.exceptions.ResponseError)
+    assert replies[2:] == [2, [b"2", None]], "a reply error in the middle leaves the rest in order"
+    assert client.client_id() == before
