@@ -18,9 +18,11 @@ from django.contrib import messages
 from django.db.models import Q
 from django.http import Http404, HttpResponseNotModified, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template import loader
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -55,6 +57,23 @@ def _keyboard(round_id: str, keyboard: tuple[str, ...]) -> str:
     action = reverse("compose", args=[round_id])
     return format_html_join("", '<button type="submit" formaction="{}" name="key" value="{}" class="key" '
                             'aria-label="{}">{}</button>', ((action, e, emoji_name(e), e) for e in keyboard))
+
+
+@functools.lru_cache(maxsize=8192)
+def _slot(index: int, emoji: str, locked: bool, lock_url: str) -> SafeString:
+    """One position of the composer (``games/_slot.html``): the field the
+    form posts, the emoji shown and its lock button. A round has a few
+    hundred distinct ones, so each is rendered once per process: the six
+    were half of the round page's template work."""
+    html = loader.get_template("games/_slot.html").template.render(
+        lock_url=lock_url, s={"index": index, "number": index + 1, "emoji": emoji,
+                              "name": emoji_name(emoji) if emoji else "", "locked": locked})
+    return mark_safe(html)  # rendered (and escaped) by the template
+
+
+def _slots(rnd: Round, slots: list[str], my_locks: dict[int, str]) -> list[SafeString]:
+    lock_url = common_url("lock", rnd.pk)
+    return [_slot(i, s, i in my_locks, lock_url) for i, s in enumerate(slots)]
 
 
 def get_shows_round(view):
@@ -179,8 +198,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "sealed": _sealed(rnd),
         "playable": playable,
         "keyboard_html": _keyboard(rnd.pk, tuple(rnd.keyboard)) if playable else "",
-        "slots": [{"index": i, "number": i + 1, "emoji": s, "name": emoji_name(s) if s else "",
-                   "locked": i in my_locks} for i, s in enumerate(slots)],
+        "slots": _slots(rnd, slots, my_locks) if playable else [],
         "guesses": rows,
         "best": None if _sealed(rnd) else best,
         "balance": wallet.balance(rnd.currency) if wallet else 0,
