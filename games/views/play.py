@@ -71,6 +71,24 @@ def _slot(index: int, emoji: str, locked: bool, lock_url: str) -> SafeString:
     return mark_safe(html)  # rendered (and escaped) by the template
 
 
+_GUESS_ITEMS_MAX = 20_000
+_guess_items: dict[tuple, SafeString] = {}
+
+
+def _guess_item(row: dict) -> SafeString:
+    """One of my guesses on the round page (``games/_guess.html``), from its
+    ``guess_row``. What a row shows is fixed by its guess, status, total and
+    whether the marks are out (a guess's emojis and breakdown never change),
+    so each state of a guess is rendered once per process."""
+    key = (row["id"], row["status"], row["total"], "marks" in row)
+    html = _guess_items.get(key)
+    if html is None:
+        if len(_guess_items) >= _GUESS_ITEMS_MAX:
+            _guess_items.clear()
+        html = _guess_items[key] = mark_safe(loader.get_template("games/_guess.html").template.render(g=row))
+    return html
+
+
 def _slots(rnd: Round, slots: list[str], my_locks: dict[int, str]) -> list[SafeString]:
     lock_url = common_url("lock", rnd.pk)
     return [_slot(i, s, i in my_locks, lock_url) for i, s in enumerate(slots)]
@@ -200,6 +218,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "keyboard_html": _keyboard(rnd.pk, tuple(rnd.keyboard)) if playable else "",
         "slots": _slots(rnd, slots, my_locks) if playable else [],
         "guesses": rows,
+        "guess_items": [_guess_item(row) for row in rows],
         "best": None if _sealed(rnd) else best,
         "balance": wallet.balance(rnd.currency) if wallet else 0,
         "token": uuid.uuid4().hex,
