@@ -117,6 +117,10 @@ class ValkeyCache(RedisCache):
                 client = self._clients.setdefault(url, self._class([url], cluster=cluster, **options))
         return client
 
+    def validate_key(self, key) -> None:
+        """Valkey keys are binary-safe: none of memcached's warnings (a
+        character-by-character scan of every key, twice per request) apply."""
+
     def _down(self, exc: Exception) -> None:
         now = time.monotonic()
         if now - ValkeyCache._warned_at >= WARN_EVERY_S:

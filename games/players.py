@@ -105,7 +105,7 @@ def ensure_player(user) -> Player:
             Wallet.objects.get_or_create(player=player)
         player = _bare(player)
         cache.set(_player_key(user.pk), player, CACHE_SECONDS)
-    player.user = user  # no query for player.user
+    Player.user.field.set_cached_value(player, user)  # no query for player.user (the descriptor's checks: not needed)
     return player
 
 

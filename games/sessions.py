@@ -116,4 +116,5 @@ def _get_user(request):
         player = getattr(user, "_cached_player", None)
         if player is not None and session.session_key:
             rides.remember(session.session_key, user.pk, player.pk)
+        request.user = user  # the rest of the request reads the user itself, not through the lazy proxy
     return request._cached_user
