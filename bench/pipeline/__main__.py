@@ -1,6 +1,6 @@
 """The guess pipeline, end to end, in one command:
 
-    .venv/bin/python -m bench.pipeline            # about three minutes
+    .venv/bin/python -m bench.pipeline            # about two minutes
     .venv/bin/python -m bench.pipeline --quick    # about a minute
 
 It starts its own PostgreSQL cluster (pg_stat_statements loaded; the web and
