@@ -80,7 +80,13 @@ def forget(session_key: str) -> None:
 
 def make(request, session_key: str | None) -> dict[str, Ride]:
     """The rides the view resolved for ``request`` declares, made for the
-    identity last seen with ``session_key`` ({} when there is none)."""
+    identity last seen with ``session_key`` ({} when there is none).
+
+    None before the CSRF check has passed: a page that reads the user
+    while refusing the request (the 403 of a stale form token renders the
+    header) must not count a rate-limit hit for a view that never runs."""
+    if not getattr(request, "csrf_processing_done", False):
+        return {}
     match = getattr(request, "resolver_match", None)
     makers = getattr(getattr(match, "func", None), "valkey_rides", None)
     who = _who.get(session_key) if session_key else None

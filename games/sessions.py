@@ -63,6 +63,7 @@ class SessionStore(cached_db.SessionStore):
             found = riding(keys, list(self.rides.values())) if riding else self._cache.get_many(keys)
         except Exception:  # as cached_db: an unusable cache key resets the session (Django #17810)
             found = {}
+        self.rides = {}  # each goes out once, however often the session is read
         data = found.get(self.cache_key)
         if data is None:  # not cached (or evicted): the database, as cached_db does
             return super().load()

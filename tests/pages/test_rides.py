@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from django.test import Client
 
 from echomq.contrib.django import failfast
 from games import rides
@@ -78,6 +79,23 @@ def test_the_limit_still_holds_when_it_rides(play, make_round, settings, django_
         assert play.post(f"/rounds/{rnd.pk}/guess/", slots(S)).status_code == 302
         refused = play.post(f"/rounds/{rnd.pk}/guess/", slots(OTHER))
     assert refused.status_code == 429 and Guess.objects.count() == 1
+
+
+def test_a_post_refused_by_its_csrf_check_counts_no_hit(play, make_round, settings,
+                                                       django_capture_on_commit_callbacks):
+    """The 403 page of a stale form token reads the user (its header) after
+    the URL resolved to the guess view, which never runs: no hit rides."""
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "guess": "1/h"}
+    rnd = make_round()
+    play.get(f"/rounds/{rnd.pk}/")  # the process knows the session's player
+    strict = Client(enforce_csrf_checks=True)
+    strict.cookies = play.cookies
+    for _ in range(2):
+        refused = strict.post(f"/rounds/{rnd.pk}/guess/", {**slots(S), "csrfmiddlewaretoken": "x" * 64})
+        assert refused.status_code == 403
+    with django_capture_on_commit_callbacks(execute=True):
+        assert play.post(f"/rounds/{rnd.pk}/guess/", slots(S)).status_code == 302  # the hour's one hit
+    assert Guess.objects.count() == 1
 
 
 def test_a_ride_made_for_another_player_is_not_used(play, player, make_round, make_player, settings,
