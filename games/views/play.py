@@ -127,14 +127,15 @@ def _round_url(rnd: Round | str, slots: list[str] | None = None, *, sent: str = 
 
 def _sent_note(rnd: Round, guesses: list[Guess], sent: str | None) -> str:
     """"Guess … is in, for 1 key." when ``sent`` names one of my guesses
-    here (the address a guess POST redirects to says which); else nothing.
+    here and was not refunded (the address a guess POST redirects to says
+    which); else nothing.
     The redirect carries it, not a one-time message cookie: a signed cookie
     set on every guess and cleared on the next page cost the pair more CPU
     than anything else it does besides the database and Valkey."""
     if not sent:
         return ""
     g = next((g for g in guesses if g.id == sent), None)
-    if g is None:
+    if g is None or g.status == Guess.Status.REFUNDED:  # (the round's price is fixed at creation)
         return ""
     return f"Guess {' '.join(g.emojis_final)} is in, for {amount(rnd.guess_price, rnd.currency)}."
 

@@ -117,6 +117,10 @@ def test_the_page_a_guess_redirects_to_confirms_that_guess_and_only_mine(play, p
     for sent in (theirs.pk, "GES00000000000", "<b>"):
         page = play.get(f"/rounds/{rnd.pk}/", {"sent": sent}).content.decode()
         assert "is in, for" not in page and "<b>" not in page
+    from games.settlement import void_round
+
+    void_round(rnd.pk)  # refunded: the old address no longer says it is in
+    assert "is in, for" not in play.get(resp["Location"]).content.decode()
 
 
 def test_guess_is_charged_once_queued_then_scored(play, player, make_round, django_capture_on_commit_callbacks):
