@@ -52,7 +52,7 @@ class Client(redis.Redis):
         own = self._own
         conn = getattr(own, "conn", None)
         if conn is None or own.generation != _generation:
-            conn = own.conn = self.connection_pool.make_connection()
+            conn = own.conn = _new_connection(self.connection_pool)
             own.generation = _generation
         return conn
 
@@ -77,7 +77,8 @@ class Client(redis.Redis):
         pipeline without MULTI, and without the pipeline object's own
         machinery): their replies in order, a command's reply error in its
         place as the exception. Retried whole on a lost connection, as a
-        redis-py pipeline is."""
+        redis-py pipeline is: a command that is not idempotent (a rate
+        limit's hit) may then count twice, never not at all."""
         conn = self._own_connection()
         return conn.retry.call_with_retry(lambda: self._send_many(conn, commands), _disconnect(conn))
 
@@ -101,6 +102,17 @@ class Client(redis.Redis):
             conn.disconnect()
             self._own.conn = None
         super().close()
+
+
+def _new_connection(pool):
+    """A connection of the pool's class and settings that the pool does not
+    count: a thread keeps it for good, so counted it would use up a pool's
+    ``max_connections`` as threads come and go (and show in the pool's
+    connection metrics as idle for ever). With client-side caching the
+    pool wraps its connections, so it makes this one too."""
+    if getattr(pool, "cache", None) is not None:
+        return pool.make_connection()
+    return pool.connection_class(**pool.connection_kwargs)
 
 
 def _disconnect(conn):

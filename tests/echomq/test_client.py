@@ -37,6 +37,24 @@ def test_a_thread_keeps_one_connection_and_other_threads_their_own(client):
     assert len(mine) == 1 and theirs[0] not in mine
 
 
+def test_threads_that_come_and_go_do_not_use_up_a_bounded_pool(valkey_server):
+    """Each thread's own connection is outside the pool's count: a pool of
+    two lends its two to pipelines however many threads have come and gone."""
+    pool = redis.ConnectionPool.from_url(valkey_server.url, max_connections=2)
+    c = Client(connection_pool=pool)
+    try:
+        answers = []
+        for _ in range(5):
+            t = threading.Thread(target=lambda: answers.append(c.ping()))
+            t.start()
+            t.join()
+        assert answers == [True] * 5
+        with c.pipeline() as p1, c.pipeline() as p2:
+            assert p1.ping().execute() == [True] and p2.ping().execute() == [True]
+    finally:
+        c.close()
+
+
 def test_pipelines_and_transactions_still_work_through_the_pool(client):
     with client.pipeline() as pipe:
         pipe.set("a", 1).incr("a")
