@@ -116,8 +116,8 @@ class Minter:
             return (self._last_ms << (NODE_BITS + SEQ_BITS)) | (self.node << SEQ_BITS) | self._seq
 
     def mint(self, brand: str) -> str:
-        if brand not in _BRANDS_SEEN:  # checked once per brand; n is ours and in range
-            encode(brand, 0)
+        if brand.__class__ is not str or brand not in _BRANDS_SEEN:  # checked once per brand; n is ours
+            encode(brand, 0)  # InvalidName for a bad brand (a list, say, before it reaches the set)
             _BRANDS_SEEN.add(brand)
         return brand + _encode_n(self.next_n())
 

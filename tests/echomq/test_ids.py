@@ -36,6 +36,14 @@ def test_encode_refuses_out_of_range(brand, n):
         ids.encode(brand, n)
 
 
+@pytest.mark.parametrize("brand", ["jOB", "JOBS", "", None, 42, ["JOB"], b"JOB"])
+def test_mint_refuses_a_bad_brand_with_the_library_error(brand):
+    with pytest.raises(ids.InvalidName):
+        ids.mint(brand)
+    with pytest.raises(ids.InvalidName):  # and again: a refused brand is never remembered as good
+        ids.mint(brand)
+
+
 def test_mint_order_is_integer_and_byte_order():
     minted = [ids.mint("JOB") for _ in range(5000)]
     ns = [ids.parse(m)[1] for m in minted]
