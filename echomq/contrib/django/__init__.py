@@ -130,7 +130,9 @@ _queues: dict[tuple, object] = {}
 def get_queue(name: str):
     """The queue ``name``: a ShardedQueue when ECHOMQ["QUEUES"][name]["shards"] > 1.
     Made once per client and layout (a queue is only names and the client;
-    every guess POST asks for one)."""
+    every guess POST asks for one). A ShardedQueue also remembers which
+    shard each job it claimed lives on; everything in the process that
+    asks for the name shares that memory, as one consumer's threads do."""
     client = get_client()
     shards = int(queue_options(name).get("shards", 1))
     key = (name, shards, id(client))  # the cached queue holds the client: its id is not reused
