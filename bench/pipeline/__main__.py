@@ -15,7 +15,9 @@ own settings. Then, side by side in this one run:
   floor of every game request: session, user, CSRF, then the INSERT), of
   the round page GET, and of the guess form POST (score worker
   paused with SIGSTOP, so the POST is measured alone): requests/s, CPU per
-  request of the web workers and PostgreSQL, SQL statements per request;
+  request of the web workers and PostgreSQL, SQL statements per request.
+  The four take turns, three slices each (``--slices``), so a slow spell
+  of the shared machine weighs on every row and not on one;
 * the score worker draining the guesses those POSTs queued plus 3,000 more
   queued by ``submit`` in this process: guesses/s (first to last
   ``scored_at``), CPU per guess, statements per guess;
@@ -40,6 +42,7 @@ import random
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -361,6 +364,19 @@ def saturate(pl: Pipeline, make, seconds: float, role: str = "bench_web") -> dic
             "p50_ms": (load.pct([s.done - s.intended for s in ok], 50) or 0) * 1000}
 
 
+def merge(parts: list[dict]) -> dict:
+    """Slices of one kind's saturation as one row: totals over all their
+    requests (p50: the median of the slices' medians)."""
+    n = sum(max(p["ok"], 1) for p in parts)
+    wall = sum(p["ok"] / p["rate"] for p in parts if p["rate"])
+    row = {"ok": sum(p["ok"] for p in parts), "errors": sum(p["errors"] for p in parts),
+           "p50_ms": statistics.median(p["p50_ms"] for p in parts)}
+    row["rate"] = row["ok"] / wall if wall else 0.0
+    for key in ("web_ms", "pg_ms", "valkey_ms", "statements"):
+        row[key] = sum(p[key] * max(p["ok"], 1) for p in parts) / n
+    return row
+
+
 def run(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="cm-pipeline-"))
     pl = Pipeline(tmp, args)
@@ -378,15 +394,19 @@ def run(args) -> dict:
         asyncio.run(load.closed_loop(pl.web_port, 4, 1.0, pl.bare))
         asyncio.run(load.closed_loop(pl.web_port, 4, 1.0, pl.guess))
         pl.wait_drained(60)
-        log("saturation: bare one-INSERT view")
-        out["bare"] = saturate(pl, pl.bare, sat_s)
-        log("saturation: signed-in POST doing the same INSERT")
-        out["signed"] = saturate(pl, pl.signed, sat_s)
-        log("saturation: round page GET")
-        out["page"] = saturate(pl, pl.page, sat_s)
-        log("saturation: guess POST (score worker paused)")
+        # The score worker stays paused through every slice: the POSTs are
+        # measured alone, and its scoring never lands in another row's
+        # PostgreSQL or Valkey CPU.
         pl.worker.send_signal(signal.SIGSTOP)
-        out["post"] = saturate(pl, pl.guess, sat_s)
+        kinds = (("bare", "bare one-INSERT view", pl.bare),
+                 ("signed", "signed-in POST doing the same INSERT", pl.signed),
+                 ("page", "round page GET", pl.page), ("post", "guess POST (score worker paused)", pl.guess))
+        slices: dict[str, list[dict]] = {name: [] for name, _, _ in kinds}
+        for k in range(args.slices):
+            for name, what, make in kinds:
+                log(f"saturation {k + 1}/{args.slices}: {what}")
+                slices[name].append(saturate(pl, make, sat_s / args.slices))
+        out.update({name: merge(parts) for name, parts in slices.items()})
         fill = 600 if args.quick else 3000
         log(f"score worker: queueing {fill} more guesses through games.guesses.submit")
         pl.fill(fill)
@@ -504,8 +524,14 @@ def main() -> None:
     ap.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")],
                     default=[10, 25, 50, 100, 200, 300, 400, 600, 800])
     ap.add_argument("--step-s", type=float, default=None, help="seconds per open-loop step (default 6; quick 3)")
+    ap.add_argument("--slices", type=int, default=3,
+                    help="saturation runs the four requests in turn this many times, each for a share of the "
+                         "time, and sums them, so a slow spell of a shared machine weighs on every row alike "
+                         "(default 3; 1: each request once, one after another)")
     ap.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
     args = ap.parse_args()
+    if args.slices < 1:
+        ap.error("--slices must be 1 or more")
     args.step_s = args.step_s or (3.0 if args.quick else 6.0)
     out = run(args)
     print(report(out))
