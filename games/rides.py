@@ -82,7 +82,7 @@ def make(request, session_key: str | None) -> dict[str, Ride]:
     """The rides the view resolved for ``request`` declares, made for the
     identity last seen with ``session_key`` ({} when there is none).
 
-    None before the CSRF check has passed: a page that reads the user
+    Nothing before the CSRF check has passed: a page that reads the user
     while refusing the request (the 403 of a stale form token renders the
     header) must not count a rate-limit hit for a view that never runs."""
     if not getattr(request, "csrf_processing_done", False):
