@@ -30,9 +30,8 @@ import time
 
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
-from echomq.scripts import Script
 
-from . import leaderboard, rides
+from . import leaderboard, rides, scripts
 
 log = logging.getLogger("games.live")
 
@@ -184,28 +183,7 @@ def _rows(client, pairs, first_rank: int, me: str) -> list[dict]:
     return out
 
 
-# KEYS[1]  the round's board (cm:lb:<RND>); KEYS[2] its recent activity ({cm:lb:<RND>}:act)
-# ARGV[1]  the asking player's PLR id; ARGV[2] activity since (ms); ARGV[3] the top's length;
-# ARGV[4]  neighbours either side; ARGV[5] '1' to read the board, '0' for the counts only
-# Replies  {players, recent, my 0-based rank or -1, {member, score, ...} of the top,
-#           first 0-based rank of my neighbours or -1, {member, score, ...} of them}
-_SNAPSHOT_LUA = """
-local since, top, around = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if ARGV[1] == '' or not since or not top or not around or top < 1 or around < 0 or top > 100 or around > 100
-    or (ARGV[5] ~= '0' and ARGV[5] ~= '1') then
-  return redis.error_reply('EMQARG live snapshot: bad arguments')
-end
-local players = redis.call('ZCARD', KEYS[1])
-local recent = redis.call('ZCOUNT', KEYS[2], since, '+inf')
-if ARGV[5] == '0' then return {players, recent, -1, {}, -1, {}} end
-local rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
-local head = redis.call('ZREVRANGE', KEYS[1], 0, top - 1, 'WITHSCORES')
-if not rank then return {players, recent, -1, head, -1, {}} end
-if rank < top then return {players, recent, rank, head, -1, {}} end
-local start = math.max(rank - around, top)
-return {players, recent, rank, head, start, redis.call('ZREVRANGE', KEYS[1], start, rank + around, 'WITHSCORES')}
-"""
-_SNAPSHOT = Script("cm.live.snapshot", _SNAPSHOT_LUA)
+_SNAPSHOT = scripts.load("live_snapshot")  # lua/games/live_snapshot.lua: counts, top and neighbours
 
 
 def _pairs(flat) -> list[tuple[bytes, float]]:
