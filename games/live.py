@@ -7,7 +7,7 @@ here reads keys the scoring path already keeps, plus two small ones:
   the board around you;
 * ``{cm:lb:<RND>}:act``, a sorted set of guess ids scored at (ms): "3
   guesses in the last minute", in the board's hash slot. Written by
-  ``leaderboard.record`` in the same round trip as the leaderboard (``ZADD
+  :func:`record` in the same round trip as the board's ``ZADD GT`` (``ZADD
   NX``, so a redelivered job counts once), and trimmed to the window there;
 * ``cm:ver:<RND>:<PLR>``, bumped when that player's guess is scored (same
   round trip), and ``cm:ver:<RND>``, bumped when the round closes
@@ -133,6 +133,41 @@ def record_activity_many(pipe, scored, now_ms: int | None = None) -> None:
     for round_id, player_id in sorted(players):
         pipe.incr(version_key(round_id, player_id))
         pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
+
+
+def record(round_id: str, player_id: str, guess_id: str, total: int, client=None) -> None:
+    """Apply one scored guess to the round's board (``ZADD GT``: idempotent,
+    order-independent) and count it in the recent activity, in one round trip."""
+    client = client or get_client()
+    pipe = client.pipeline(transaction=False)
+    pipe.zadd(leaderboard.key(round_id),
+              {player_id: leaderboard.composite(total, leaderboard.offset_ms(guess_id, round_id))}, gt=True)
+    record_activity(pipe, round_id, guess_id, player_id=player_id)
+    pipe.execute()
+
+
+def record_many(scored, client=None, *, counters: dict[str, int] | None = None, stats_key: str = "") -> None:
+    """Apply many scored guesses ``(round_id, player_id, guess_id, total)``
+    in one pipeline: one ``ZADD GT`` per round with each player's best of
+    the batch, the rounds' recent activity, and the ``counters`` as
+    ``HINCRBY``s on ``stats_key``."""
+    client = client or get_client()
+    scored = list(scored)
+    best: dict[str, dict[str, int]] = {}
+    for round_id, player_id, guess_id, total in scored:
+        score = leaderboard.composite(total, leaderboard.offset_ms(guess_id, round_id))
+        members = best.setdefault(round_id, {})
+        if score > members.get(player_id, -1):
+            members[player_id] = score
+    pipe = client.pipeline(transaction=False)
+    for round_id, members in best.items():
+        pipe.zadd(leaderboard.key(round_id), members, gt=True)
+    record_activity_many(pipe, [(r, p, g) for r, p, g, _ in scored])
+    for field, n in (counters or {}).items():
+        if n:
+            pipe.hincrby(stats_key, field, n)
+    if len(pipe):
+        pipe.execute()
 
 
 NAME_MEMO_S = 60.0   # how long this process trusts a name it has read
