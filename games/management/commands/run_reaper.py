@@ -9,7 +9,6 @@ from django.db import close_old_connections
 from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
 from games import guesses, leaderboard, settlement, tasks
-from games.management.commands.run_notifier import LEGACY_NOTIFY
 from games.management.runner import add_metrics_argument, describe_db
 
 
@@ -30,7 +29,7 @@ class Every:
 
 
 class Command(BaseCommand):
-    help = "Run the reaper over cm, cm.settle, cm.notify and cm.tasks, with the game's periodic tasks."
+    help = "Run the reaper over cm, cm.settle and cm.tasks, with the game's periodic tasks."
 
     def add_arguments(self, parser):
         parser.add_argument("--interval-ms", type=int, default=500)
@@ -58,7 +57,7 @@ class Command(BaseCommand):
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
-        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE)]
+        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, tasks.QUEUE)]
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         self.stdout.flush()
