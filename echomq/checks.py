@@ -39,6 +39,19 @@ def check_items(items, what: str):
     return items
 
 
+def enqueue_items(items):
+    """Each enqueue_many item as (payload, job_id, lane, delay_ms): an item
+    is a payload, or a mapping with ``payload`` and optional ``job_id``,
+    ``lane``, ``delay_ms`` (the values are checked when the call is built)."""
+    for item in check_items(items, "enqueue_many"):
+        if not isinstance(item, Mapping):
+            yield item, None, None, None
+        elif "payload" not in item:
+            raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
+        else:
+            yield item["payload"], item.get("job_id"), item.get("lane"), item.get("delay_ms")
+
+
 def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
     """(job id, attempts) pairs, each checked before anything is sent."""
     out = []

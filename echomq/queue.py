@@ -11,11 +11,11 @@ Every call the queue sends maps redis-py's errors to typed ones
 from __future__ import annotations
 
 import json
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from . import ids, keyspace
 from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN, check_claim, check_int, check_items,
-                     check_pairs)
+                     check_pairs, enqueue_items)  # the limits and checks are also importable from here
 from .checks import check_token as _token
 from .errors import ArgumentError, Cancelled, EchoMQError, StaleToken, translated
 from .job import Job
@@ -106,15 +106,8 @@ class Queue:
         or a mapping with ``payload`` and optional ``job_id``, ``lane``,
         ``delay_ms``. Every item is validated before anything is sent."""
         batch = Batch(self.client)
-        job_ids = []
-        for item in check_items(items, "enqueue_many"):
-            if isinstance(item, Mapping):
-                if "payload" not in item:
-                    raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
-                job_ids.append(self.add_enqueue(batch, item["payload"], job_id=item.get("job_id"),
-                                                lane=item.get("lane"), delay_ms=item.get("delay_ms")))
-            else:
-                job_ids.append(self.add_enqueue(batch, item))
+        job_ids = [self.add_enqueue(batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms)
+                   for payload, job_id, lane, delay_ms in enqueue_items(items)]
         out = []
         for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):

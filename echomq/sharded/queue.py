@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import heapq
 import logging
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from .. import ids, keyspace
-from ..checks import MAX_MS, check_claim, check_int, check_items, check_pairs
+from ..checks import MAX_MS, check_claim, check_int, check_pairs, enqueue_items
 from ..cluster import node_of
-from ..errors import UNAVAILABLE, ArgumentError, translate, translated
+from ..errors import UNAVAILABLE, translate, translated
 from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
 from .batching import NodeBatch, ShardedBatch
 from .lanes import ShardedLanes
@@ -89,17 +89,10 @@ class ShardedQueue:
         pipeline (one batch per node)."""
         batch = NodeBatch(self.client)
         job_ids = []
-        for item in check_items(items, "enqueue_many"):
-            if isinstance(item, Mapping):
-                if "payload" not in item:
-                    raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
-                job_id = item.get("job_id") or ids.mint("JOB")
-                lane = item.get("lane")
-                job_ids.append(self.shard_for(lane=lane, job_id=job_id).add_enqueue(
-                    batch, item["payload"], job_id=job_id, lane=lane, delay_ms=item.get("delay_ms")))
-            else:
-                job_id = ids.mint("JOB")
-                job_ids.append(self.shard_for(job_id=job_id).add_enqueue(batch, item, job_id=job_id))
+        for payload, job_id, lane, delay_ms in enqueue_items(items):
+            job_id = job_id or ids.mint("JOB")  # minted here: the id may choose the shard
+            job_ids.append(self.shard_for(lane=lane, job_id=job_id).add_enqueue(
+                batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms))
         out = []
         for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):
