@@ -161,3 +161,21 @@ def test_the_clock_rules_of_the_format():
     assert fmt.encode(b"1000002", clock) == {"$now": 0} and fmt.encode(1_030_001, clock) == {"$now": 30000}
     with pytest.raises(fmt.Ambiguous):
         fmt.Clock(w, {0, 1}).mark(1_000_003)
+
+
+def test_docs_protocol_lists_every_script_as_its_header_does():
+    """docs/protocol.md's table of scripts: a row per script of the bundle,
+    with the KEYS and ARGV its Lua header names, in order."""
+    import re
+
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    rows = {m.group(1): (m.group(2), m.group(3))
+            for m in re.finditer(r"^\| `(\w+)` \| (.+?) \| (.+?) \|", text, re.M)}
+    assert sorted(rows) == headers.script_names()
+    for name, (keys, argv) in rows.items():
+        layout = headers.layout(name)
+        assert re.findall(r"`([^`]+)`", keys) == [t.removeprefix("emq:{q}:") for _, t in layout["keys"]], name
+        if "argv_repeated" in layout:
+            assert argv == f"P, then ({', '.join(layout['argv_repeated'])}) pairs", name
+        else:
+            assert [a.strip() for a in re.sub(r"\([^)]*\)", "", argv).split(",")] == layout["argv"], name
