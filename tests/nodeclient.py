@@ -28,7 +28,8 @@ def node() -> str:
 def url_of(client) -> str:
     """The redis:// URL of a redis-py client's server and database."""
     kw = client.connection_pool.connection_kwargs
-    return f"redis://{kw.get('host', '127.0.0.1')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+    auth = f":{kw['password']}@" if kw.get("password") else ""
+    return f"redis://{auth}{kw.get('host', '127.0.0.1')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
 
 
 def run(*args, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

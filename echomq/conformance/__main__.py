@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     parser.add_argument("--url", required=True, help="the server to check, e.g. redis://127.0.0.1:6379/8")
     parser.add_argument("--cluster", action="store_true", help="the URL names a node of a cluster")
     parser.add_argument("--only", help="run the cases whose script/name contains this text")
-    parser.add_argument("--vectors", type=Path, default=runner.VECTORS_DIR, help="the vector files (default: lua/conformance)")
+    parser.add_argument("--vectors", type=Path, default=runner.VECTORS_DIR,
+                        help="the vector files (default: lua/conformance)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import redis
 
-from .. import keyspace
+from .. import embedded, keyspace
 from ..scripts import load
 from . import cases as cases_pkg
 from . import format as fmt
@@ -175,8 +175,6 @@ def generate(client, *, only: str | None = None, write: bool = True, out=VECTORS
 
 
 def _own_server():
-    from .. import embedded
-
     directory = Path(tempfile.mkdtemp(prefix="emq-vectors-"))
     port = embedded.free_port()
     proc = embedded.start_server(directory, port, appendonly=False)

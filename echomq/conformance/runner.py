@@ -87,7 +87,8 @@ def check(server: Server, script: Script, case: dict) -> list[str]:
     diffs: list[str] = []
     if "error" in case:
         if outcome != "error" or value != case["error"]:
-            diffs.append(f"reply: want error {case['error']!r}, got {outcome} {fmt.show(value) if outcome == 'reply' else repr(value)}")
+            got = fmt.show(value) if outcome == "reply" else repr(value)
+            diffs.append(f"reply: want error {case['error']!r}, got {outcome} {got}")
     elif outcome == "error":
         diffs.append(f"reply: want {json.dumps(case['reply'])}, got error {value!r}")
     else:

@@ -71,7 +71,8 @@ def test_both_runners_fail_a_wrong_vector(valkey_server, tmp_path):
     doc = json.loads(path.read_text())
     cases = {c["name"]: c for c in doc["cases"]}
     cases["gone"]["reply"] = 1
-    cases["flat"]["after"][next(k for k in cases["flat"]["after"] if k.endswith(":meta"))] = {"hash": {"completed": "2"}}
+    meta = next(k for k in cases["flat"]["after"] if k.endswith(":meta"))
+    cases["flat"]["after"][meta] = {"hash": {"completed": "2"}}
     cases["flat"]["after"][next(k for k in cases["flat"]["after"] if k.endswith(":done"))]["zset"] = {
         "JOB0000000000A": {"$now": 60000}}
     cases["stale-lower"]["error"] = "EMQSTALE token 2 does not hold JOB0000000000A"
@@ -98,7 +99,8 @@ def test_the_coverage_check_finds_every_gap(monkeypatch):
     monkeypatch.undo()
     # An error code the script can answer that no case answers.
     gapped = json.loads(json.dumps(docs))
-    gapped["complete"]["cases"] = [c for c in gapped["complete"]["cases"] if not c.get("error", "").startswith("EMQSTALE")]
+    gapped["complete"]["cases"] = [c for c in gapped["complete"]["cases"]
+                                   if not c.get("error", "").startswith("EMQSTALE")]
     assert runner.coverage(gapped) == ["complete: no case answers EMQSTALE, which it can answer"]
     # Vectors recorded for another ARGV layout are stale.
     stale = json.loads(json.dumps(docs))

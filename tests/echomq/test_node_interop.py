@@ -4,26 +4,15 @@ Python reaper and its job completed once, by Python, with the next token."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from echomq import Queue, Reaper, StaleToken, ids
 
-from ..nodeclient import NodeProc
+from ..games.procs import wait_for
+from ..nodeclient import NodeProc, run
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(predicate, *, timeout: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_jobs_enqueued_by_python_are_consumed_by_the_node_consumer(valkey_server, r, tmp_path):
@@ -34,10 +23,10 @@ def test_jobs_enqueued_by_python_are_consumed_by_the_node_consumer(valkey_server
     node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
                     "--concurrency", "4", "--beat-ms", "500")
     try:
-        wait_for(lambda: q.counts()["completed"] == 15, what="the first jobs, enqueued before it started")
+        wait_for(lambda: q.counts()["completed"] == 15, timeout=60, what="the first jobs, enqueued before it started")
         # The consumer is parked on the wake list now: new jobs must wake it.
         later = q.enqueue_many([{"payload": f"later {i}".encode(), "lane": lanes[i % 3]} for i in range(10)])
-        wait_for(lambda: q.counts()["completed"] == 25, what="the jobs enqueued while it was parked")
+        wait_for(lambda: q.counts()["completed"] == 25, timeout=60, what="the jobs enqueued while it was parked")
     finally:
         code = node.stop()
     log = node.output()
@@ -56,8 +45,6 @@ def test_jobs_enqueued_by_python_are_consumed_by_the_node_consumer(valkey_server
 
 
 def test_jobs_enqueued_by_the_node_client_are_consumed_by_python(valkey_server, r, tmp_path):
-    from ..nodeclient import run
-
     lane = ids.mint("PLR")
     lines = "\n".join(['{"payload": "from node"}', f'{{"payload": "laned", "lane": "{lane}"}}',
                        '{"payload": "later", "delay_ms": 60000}'])
@@ -83,7 +70,7 @@ def test_a_killed_node_consumer_is_reaped_by_python_and_completed_once(valkey_se
                     "--handler", "hang", "--lease-ms", "1500")
     try:
         started = wait_for(lambda: re.search(rf"consumer (CSR\w+) started {jid} token=(\d+)", node.output()),
-                           what="the Node consumer to start the job")
+                           timeout=60, every=0.02, what="the Node consumer to start the job")
     finally:
         node.kill()  # SIGKILL mid-job: no goodbye, the lease stays
     token = int(started.group(2))
@@ -91,7 +78,8 @@ def test_a_killed_node_consumer_is_reaped_by_python_and_completed_once(valkey_se
     assert q.find(jid)["consumer"] == started.group(1)
 
     reaper = Reaper([q], max_stalls=2)
-    wait_for(lambda: reaper.run_once()["interop"]["returned"] == 1, what="the lease to run out and be reaped")
+    wait_for(lambda: reaper.run_once()["interop"]["returned"] == 1, timeout=60, every=0.02,
+             what="the lease to run out and be reaped")
     row = q.job(jid)
     assert row["state"] == "pending" and row["stalled"] == 1
 
