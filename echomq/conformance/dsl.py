@@ -189,6 +189,12 @@ class World:
 
 # -- calls ------------------------------------------------------------------
 
+# When a script gains an argument, give it here the value that keeps the old
+# behaviour (say {"enqueue": {"priority": 0}}): every case written before it
+# then sends it and still pins what it pinned.
+DEFAULTS: dict[str, dict] = {}
+
+
 def _text(v) -> object:
     return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
@@ -201,7 +207,7 @@ def call(script: str, *, pairs=None, keys: dict | None = None, argv: dict | None
     ``pairs`` fills a repeated (a, b) tail; ``keys={i: k}`` / ``argv={i: v}``
     replace position i (1-based); ``drop`` / ``extra`` shorten or lengthen ARGV."""
     lay = headers.layout(script)
-    named.setdefault("P", P)
+    named = {"P": P, **DEFAULTS.get(script, {}), **named}
     missing = [n for n in lay["argv"] if n not in named]
     if missing:
         raise TypeError(f"call({script!r}) needs {missing} (its header's ARGV)")
