@@ -63,6 +63,23 @@ def test_jobs_enqueued_by_the_node_client_are_consumed_by_python(valkey_server, 
     assert q.job(answers[2][0])["state"] == "scheduled"
 
 
+def test_a_failing_node_handler_retries_then_dead_letters(valkey_server, r, tmp_path):
+    q = Queue("interop", r)
+    jid, _ = q.enqueue(b"poison")
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--handler", "fail", "--max-attempts", "2", "--beat-ms", "200")
+    try:
+        wait_for(lambda: q.job(jid)["state"] == "scheduled", timeout=60, what="the first failure to be retried")
+        r.zadd(q.k_schedule, {jid: 0})  # due now rather than after the backoff
+        assert q.promote() == 1
+        wait_for(lambda: q.job(jid)["state"] == "dead", timeout=60, what="the second failure to dead-letter it")
+    finally:
+        assert node.stop() == 0, node.output()
+    dead = q.dead_jobs()[0]
+    assert dead["id"] == jid and dead["attempts"] == 2 and "failing on purpose" in dead["last_error"]
+    assert re.search(rf"retried {jid} token=1 .*\n(.*\n)*.*dead {jid} token=2", node.output())
+
+
 def test_a_killed_node_consumer_is_reaped_by_python_and_completed_once(valkey_server, r, tmp_path):
     q = Queue("interop", r)
     jid, _ = q.enqueue(b"slow work", lane=ids.mint("PLR"))
@@ -71,6 +88,9 @@ def test_a_killed_node_consumer_is_reaped_by_python_and_completed_once(valkey_se
     try:
         started = wait_for(lambda: re.search(rf"consumer (CSR\w+) started {jid} token=(\d+)", node.output()),
                            timeout=60, every=0.02, what="the Node consumer to start the job")
+        first = r.zscore(q.k_active, jid)
+        # Its heartbeat (extend, every lease/3) moves the deadline while the handler hangs.
+        wait_for(lambda: r.zscore(q.k_active, jid) > first, timeout=30, every=0.02, what="a heartbeat")
     finally:
         node.kill()  # SIGKILL mid-job: no goodbye, the lease stays
     token = int(started.group(2))
