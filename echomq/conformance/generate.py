@@ -17,6 +17,7 @@ import importlib
 import json
 import pkgutil
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -196,6 +197,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="regenerate this script's vectors only")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the valkey-server we start is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     url, stop = (args.url, lambda: None) if args.url else _own_server()
     try:
         client = redis.Redis.from_url(url)
