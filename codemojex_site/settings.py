@@ -14,7 +14,11 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout (manage.py beside the package; an editable install is one) keeps
+# .env, var/ and staticfiles/ in the checkout; an installed package keeps them
+# under the working directory (a service's WorkingDirectory: docs/deploy.md).
+_CHECKOUT = Path(__file__).resolve().parent.parent
+BASE_DIR = _CHECKOUT if (_CHECKOUT / "manage.py").is_file() else Path.cwd()
 VAR_DIR = Path(environ.Env().str("CODEMOJEX_VAR_DIR", default=str(BASE_DIR / "var")))
 
 env = environ.Env(

@@ -51,7 +51,7 @@ class Command(BaseCommand):
         env = dict(os.environ, VALKEY_URL=valkey_url(), PYTHONUNBUFFERED="1")
         if is_cluster():  # the children talk to the same cluster, as RedisCluster clients
             env["VALKEY_CLUSTER"] = "1"
-        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        manage = [sys.executable, "-m", "codemojex_site.manage"]  # a checkout's manage.py, or installed
         specs = {f"scoreworker{i + 1}": manage + ["run_scoreworker"] for i in range(o["scoreworkers"])}
         specs["notifier"] = manage + ["run_notifier"]
         specs["tasks"] = manage + ["run_tasks"]
