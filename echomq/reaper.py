@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 
 log = logging.getLogger("echomq.reaper")
 
@@ -34,6 +35,7 @@ class Reaper:
         self.tasks = list(tasks)
         self._stop = threading.Event()
         self.passes = 0
+        self.last_pass: float | None = None  # monotonic, each time round the loop (echomq.health)
 
     def run_once(self) -> dict:
         """One pass over every queue and task; answers what moved."""
@@ -44,7 +46,7 @@ class Reaper:
             report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted}
             if reaped or promoted:
                 log.info("reaper %s: returned=%d dead=%d promoted=%d", q.name, reaped.returned,
-                         reaped.dead, promoted)
+                         reaped.dead, promoted, extra={"queue": q.name})
         for task in self.tasks:
             name = getattr(task, "__name__", repr(task))
             try:
@@ -66,6 +68,7 @@ class Reaper:
 
         try:
             while not self._stop.is_set():
+                self.last_pass = time.monotonic()
                 try:
                     self.run_once()
                 except Unavailable as exc:

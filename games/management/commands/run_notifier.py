@@ -6,7 +6,7 @@ change are still delivered here, by the old handler, until the queue is empty.
 """
 from django.core.management.base import BaseCommand, CommandError
 
-from echomq import Consumer
+from echomq import Consumer, health
 from echomq.contrib.django import get_queue, valkey_url
 from games import settlement
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
@@ -23,6 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--lease-ms", type=int, default=30_000)
         parser.add_argument("--max-attempts", type=int, default=20)
         add_metrics_argument(parser)
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         observer = start_metrics(o["metrics_port"])
@@ -37,6 +38,7 @@ class Command(BaseCommand):
         self.stdout.write(f"notifier: queues={settlement.QUEUE},{LEGACY_NOTIFY} valkey={valkey_url()} "
                           f"db={describe_db()}")
         self.stdout.flush()
+        health.watch(consumers, port=o["health_port"], addr=o["health_addr"])
         if not run_consumers(consumers):
             raise CommandError("a consumer stopped unexpectedly (see the log above)")
         self.stdout.write("notifier stopped")

@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
-from echomq import Reaper
+from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
 from games import guesses, leaderboard, settlement, tasks
 from games.management.commands.run_notifier import LEGACY_NOTIFY
@@ -42,6 +42,7 @@ class Command(BaseCommand):
         add_metrics_argument(parser)
         parser.add_argument("--heal-every-s", type=float, default=1.0,
                             help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         after = timedelta(seconds=o["relay_after_s"])
@@ -68,5 +69,6 @@ class Command(BaseCommand):
 
             ReaperMetrics().wrap(reaper)
             serve(o["metrics_port"])
+        health.watch([reaper], port=o["health_port"], addr=o["health_addr"])
         reaper.run()
         self.stdout.write("reaper stopped")

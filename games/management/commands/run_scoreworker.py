@@ -11,7 +11,7 @@ guess after a quiet spell is claimed at once (see ``echomq.Consumer``)."""
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from echomq import Consumer
+from echomq import Consumer, health
 from echomq.contrib.django import get_queue, valkey_url
 from games.guesses import QUEUE
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
@@ -45,6 +45,7 @@ class Command(BaseCommand):
                             help="longest a parked worker waits for work before it looks again; shorter than "
                                  "ECHOMQ['SOCKET_TIMEOUT'], which bounds every call's wait")
         add_metrics_argument(parser)
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         socket_timeout_ms = float(getattr(settings, "ECHOMQ", {}).get("SOCKET_TIMEOUT", 3)) * 1000
@@ -62,9 +63,10 @@ class Command(BaseCommand):
                           f"prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
                           f"db={describe_db()}", ending="\n")
         self.stdout.flush()
-        run_consumers([Consumer(queue, handler_many=score_guesses, batch=o["batch"],
-                                batch_window_ms=o["batch_window_ms"],
-                                concurrency=o["concurrency"], lease_ms=o["lease_ms"],
-                                prefetch=o["prefetch"], max_attempts=o["max_attempts"], beat_ms=o["beat_ms"],
-                                name=f"scoreworker/{queue.name}", observer=observer)])
+        consumer = Consumer(queue, handler_many=score_guesses, batch=o["batch"],
+                            batch_window_ms=o["batch_window_ms"], concurrency=o["concurrency"],
+                            lease_ms=o["lease_ms"], prefetch=o["prefetch"], max_attempts=o["max_attempts"],
+                            beat_ms=o["beat_ms"], name=f"scoreworker/{queue.name}", observer=observer)
+        health.watch([consumer], port=o["health_port"], addr=o["health_addr"])
+        run_consumers([consumer])
         self.stdout.write("score worker stopped")

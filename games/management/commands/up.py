@@ -57,8 +57,8 @@ class Command(BaseCommand):
         specs["tasks"] = manage + ["run_tasks"]
         specs["reaper"] = manage + ["run_reaper"]
         if not o["no_web"]:
-            specs["web"] = [sys.executable, "-m", "gunicorn", "codemojex_site.wsgi", "--bind",
-                            f"{o['host']}:{o['port']}", "--workers", "2", "--access-logfile", "-"]
+            specs["web"] = [sys.executable, "-m", "gunicorn", "-c", "python:codemojex_site.gunicorn_conf",
+                            "codemojex_site.wsgi", "--bind", f"{o['host']}:{o['port']}", "--workers", "2"]
         children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
         self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}")
         if not o["no_web"]:

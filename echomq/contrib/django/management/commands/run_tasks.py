@@ -8,6 +8,7 @@ may run). SIGTERM/SIGINT: stop claiming, finish the tasks in hand, exit 0.
 from django.core.management.base import BaseCommand, CommandError
 from django.tasks import task_backends
 
+from echomq import health
 from echomq.contrib.django import valkey_url
 from echomq.contrib.django.tasks import EchoMQBackend, serve
 
@@ -24,6 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--reap-interval-ms", type=int, default=500,
                             help="built-in reaper's period; 0 leaves reaping to run_reaper")
         parser.add_argument("--metrics-port", type=int, default=None, help="export Prometheus metrics here")
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         backend = task_backends[o["backend"]]
@@ -50,7 +52,8 @@ class Command(BaseCommand):
         self.stdout.flush()
         consumers = []
         healthy = serve(backend, queues, concurrency=o["concurrency"], lease_ms=o["lease_ms"],
-                        reap_interval_ms=o["reap_interval_ms"], observer=observer, consumers_out=consumers)
+                        reap_interval_ms=o["reap_interval_ms"], observer=observer, consumers_out=consumers,
+                        health_port=o["health_port"], health_addr=o["health_addr"])
         done = sum(c.stats["completed"] for c in consumers)
         self.stdout.write(f"run_tasks stopped: completed={done}")
         if not healthy:
