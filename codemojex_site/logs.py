@@ -23,6 +23,8 @@ import traceback
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
+from django.core.signals import request_finished
+
 from echomq import ids
 from echomq.logs import LogContext
 
@@ -109,30 +111,35 @@ class RequestLog:
     response leaves: method, path (never the query), status, milliseconds."""
 
     def __init__(self, get_response):
-        from django.conf import settings
-
         self.get_response = get_response
-        self.trust_header = bool(getattr(settings, "BEHIND_PROXY", False))
 
     def __call__(self, request):
-        sent = request.META.get("HTTP_X_REQUEST_ID", "") if self.trust_header else ""
+        from django.conf import settings
+
+        sent = request.META.get("HTTP_X_REQUEST_ID", "") if getattr(settings, "BEHIND_PROXY", False) else ""
         rid = sent if _REQUEST_ID.fullmatch(sent) else ids.mint("REQ")
-        marked = request_id.set(rid)
+        # Kept until the response is closed (request_finished), so Django's own
+        # line for a 4xx/5xx, written after the middleware returns, has it too.
+        request_id.set(rid)
         start = time.perf_counter()
-        try:
-            response = self.get_response(request)
-            response["X-Request-ID"] = rid
-            if access.isEnabledFor(logging.INFO):
-                ms = (time.perf_counter() - start) * 1000
-                access.info("%s %s %d %.1fms", request.method, request.path, response.status_code, ms,
-                            extra={"method": request.method, "path": request.path,
-                                   "status": response.status_code, "duration_ms": round(ms, 1)})
-            return response
-        finally:
-            request_id.reset(marked)
+        response = self.get_response(request)
+        response["X-Request-ID"] = rid
+        if access.isEnabledFor(logging.INFO):
+            ms = (time.perf_counter() - start) * 1000
+            access.info("%s %s %d %.1fms", request.method, request.path, response.status_code, ms,
+                        extra={"method": request.method, "path": request.path,
+                               "status": response.status_code, "duration_ms": round(ms, 1)})
+        return response
 
 
 access = logging.getLogger("codemojex.request")
+
+
+def _forget_request(**kwargs) -> None:
+    request_id.set(None)
+
+
+request_finished.connect(_forget_request, dispatch_uid="codemojex_site.logs.request_id")
 
 
 def logging_config(fmt: str, level: str) -> dict:
