@@ -4,6 +4,8 @@ Notifications now run as a Django task (``games.tasks.notify``, worker
 ``run_tasks``). Jobs enqueued on ``cm.notify`` by a release before that
 change are still delivered here, by the old handler, until the queue is empty.
 """
+import logging
+
 from django.core.management.base import BaseCommand, CommandError
 
 from echomq import Consumer, health
@@ -11,6 +13,8 @@ from echomq.contrib.django import get_queue, valkey_url
 from games import settlement
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
 from games.workers import notify, settle
+
+log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
 
 LEGACY_NOTIFY = "cm.notify"
 
@@ -35,10 +39,9 @@ class Command(BaseCommand):
         ]
         for c in consumers:
             observer and observer.watch(c)
-        self.stdout.write(f"notifier: queues={settlement.QUEUE},{LEGACY_NOTIFY} valkey={valkey_url()} "
-                          f"db={describe_db()}")
-        self.stdout.flush()
+        log.info(f"notifier: queues={settlement.QUEUE},{LEGACY_NOTIFY} valkey={valkey_url()} "
+                 f"db={describe_db()}")
         health.watch(consumers, port=o["health_port"], addr=o["health_addr"])
         if not run_consumers(consumers):
             raise CommandError("a consumer stopped unexpectedly (see the log above)")
-        self.stdout.write("notifier stopped")
+        log.info("notifier stopped")
