@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from django.http import HttpResponse
@@ -69,21 +70,37 @@ def check_valkey() -> None:
 
 
 class Probe:
-    """One dependency's check on its own thread, at most one run in flight."""
+    """One dependency's check on a daemon thread of its own (a hung check
+    never holds up the process's exit), at most one run in flight."""
 
     def __init__(self, name: str, check):
         self.name = name
         self._check = check
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"readyz-{name}")
         self._lock = threading.Lock()
+        self._asked: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._running: Future | None = None
         self._last = "ok"
 
     def start(self) -> Future:
         with self._lock:
             if self._running is None or self._running.done():
-                self._running = self._pool.submit(self._check)
+                self._running = Future()
+                self._asked.put(self._running)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._serve, name=f"readyz-{self.name}", daemon=True)
+                    self._thread.start()
             return self._running
+
+    def _serve(self) -> None:
+        while True:
+            future = self._asked.get()
+            try:
+                self._check()
+            except BaseException as exc:  # noqa: BLE001 -- handed to the request that waits
+                future.set_exception(exc)
+            else:
+                future.set_result(None)
 
     def outcome(self, future: Future, timeout: float) -> str:
         """"ok", "timeout" or "unreachable"; a change from the last outcome is logged."""

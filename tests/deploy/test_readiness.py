@@ -188,3 +188,14 @@ def test_probes_are_refused_nothing_and_logged_nowhere(stack):
     changes = [r["message"] for r in records if r["logger"] == "codemojex.health"]
     assert changes == [changes[0], "readyz: valkey answers again"] and changes[0].startswith(
         "readyz: valkey is down (ConnectionError"), changes
+
+
+@pytest.mark.slow
+def test_a_hung_database_check_does_not_hold_up_shutdown(stack):
+    port = stack["port"]
+    os.kill(stack["proxy"].proc.pid, signal.SIGSTOP)
+    _down_within_a_second(port, ["database"], "timeout")  # its check now hangs on a thread
+    start = time.monotonic()
+    stack["web"].send_signal(signal.SIGTERM)
+    assert stack["web"].wait(20) == 0
+    assert time.monotonic() - start < 5, "gunicorn waited on the hung check before it exited"
