@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -78,13 +77,13 @@ def ask(port: int, path: str, host: str = BALANCER_HOST) -> tuple[int, dict | st
 
 
 @pytest.fixture
-def stack():
+def stack(tmp_path):
     host, port, user, dbname = _postgres()
     try:
         psycopg.connect(host=host, port=port, user=user, dbname=dbname, connect_timeout=2).close()
     except psycopg.OperationalError as exc:
         pytest.skip(f"no PostgreSQL at {host}:{port} to put a proxy in front of ({exc})")
-    tmp = Path(tempfile.mkdtemp(prefix="cmx-readyz-"))
+    tmp = tmp_path
     valkey = Server()
     proxy = Proxy(host, port)
     web_port = embedded.free_port()
