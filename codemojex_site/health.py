@@ -15,8 +15,8 @@ can refuse, redirect, count or log them: no host check (a balancer asks by
 the instance's address, which is not in ALLOWED_HOSTS), no HTTPS redirect (it
 asks over plain HTTP), no session, CSRF, rate limit or request log line, and
 the 503 is kept out of ``django.request``'s log too (:class:`QuietProbes`).
-Through gunicorn each costs about a millisecond of CPU or less
-(docs/deploy.md), fine to ask every second.
+Through gunicorn each costs about a millisecond of CPU (``python -m
+bench.health``, docs/deploy.md), fine to ask every second.
 
 Each check runs on a thread of its own (:class:`Probe`), which keeps its
 database connection between calls; the request waits for it at most the
