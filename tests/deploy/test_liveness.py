@@ -66,7 +66,7 @@ def test_a_hung_loop_turns_healthz_503_and_a_moving_one_back_to_200(r):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_every_worker_command_answers_healthz_on_its_port(valkey_server, tmp_path):
-    commands = {"run_scoreworker": ["scoreworker/cm"], "run_notifier": ["settler", "notifier-legacy"],
+    commands = {"run_scoreworker": ["scoreworker/cm"], "run_notifier": ["settler"],
                 "run_tasks": ["tasks/cm.tasks", "tasks/default", "reaper-2"], "run_reaper": ["reaper-0"]}
     procs = {}
     try:

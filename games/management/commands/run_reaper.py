@@ -10,7 +10,6 @@ from django.db import close_old_connections
 from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
 from games import guesses, leaderboard, settlement, tasks
-from games.management.commands.run_notifier import LEGACY_NOTIFY
 from games.management.runner import add_metrics_argument, describe_db
 
 log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
@@ -33,7 +32,7 @@ class Every:
 
 
 class Command(BaseCommand):
-    help = "Run the reaper over cm, cm.settle, cm.notify and cm.tasks, with the game's periodic tasks."
+    help = "Run the reaper over cm, cm.settle and cm.tasks, with the game's periodic tasks."
 
     def add_arguments(self, parser):
         parser.add_argument("--interval-ms", type=int, default=500)
@@ -62,7 +61,7 @@ class Command(BaseCommand):
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
-        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE)]
+        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, tasks.QUEUE)]
         log.info(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                  f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
