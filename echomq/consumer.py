@@ -34,6 +34,10 @@ Read it top to bottom the way it runs:
 * No thread dies silently: a bug in the consumer's own code is logged with
   its traceback and stops the consumer; ``run()`` then raises
   ``ConsumerCrashed`` so the process exits non-zero and a supervisor restarts it.
+* ``last_pass`` is the monotonic time the fetcher last went round its loop
+  (at least once a beat, or a reconnect back-off, while it runs): the
+  process's liveness (``echomq.health``). Every thread is marked with the
+  queue, and a handler's thread with its job, for log lines (``echomq.logs``).
 
 Delivery is at-least-once: a job whose worker dies is reaped and claimed
 again with a higher token, and the dead worker's token can change nothing.
@@ -51,6 +55,8 @@ import time
 import traceback
 
 from . import ids
+from .logs import job as current_job
+from .logs import queue as current_queue
 from .errors import ArgumentError, Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
 from .job import Job
 from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
@@ -225,6 +231,7 @@ class Consumer:
         self._running = 0
         self._runq: _queue.SimpleQueue = _queue.SimpleQueue()
         self._stopping = threading.Event()
+        self.last_pass: float | None = None  # monotonic; None until the fetcher first goes round
         self._parked = False
         self._threads: list[threading.Thread] = []
         self._hb_stop = threading.Event()
@@ -247,6 +254,7 @@ class Consumer:
     def run(self) -> None:
         """Work until ``stop()`` (or SIGTERM / SIGINT when on the main thread)."""
         restore = self._install_signals()
+        marked = current_queue.set(self.queue.name)
         log.info("consumer %s started: queue=%s concurrency=%d prefetch=%s lease_ms=%d",
                  self.name, self.queue.name, self.concurrency, "auto" if self.adaptive else self.prefetch,
                  self.lease_ms)
@@ -261,6 +269,7 @@ class Consumer:
             log.info("consumer %s stopped: completed=%d retried=%d dead=%d dropped=%d cancelled=%d%s",
                      self.name, self.stats["completed"], self.stats["retried"], self.stats["dead"],
                      self.stats["dropped"], self.stats["cancelled"], f" left_leased={left}" if left else "")
+            current_queue.reset(marked)
         if self._crashed is not None:
             raise ConsumerCrashed(f"consumer {self.name} stopped: a thread crashed "
                                   f"({_safe_text(self._crashed)})") from self._crashed
@@ -279,6 +288,7 @@ class Consumer:
     def _fetch_loop(self) -> None:
         failures = 0
         while not self._stopping.is_set():
+            self.last_pass = time.monotonic()
             self._wait_for_room()
             if self._stopping.is_set():
                 break
@@ -317,6 +327,7 @@ class Consumer:
         """Block while there is too little room to claim and nothing urgent to ack."""
         with self._cond:
             while not self._stopping.is_set():
+                self.last_pass = time.monotonic()
                 self._adapt()
                 if self._free() >= self.refill_at or (self._acks and self._running == 0):
                     return
@@ -382,7 +393,8 @@ class Consumer:
             if out.kind == "cancelled":  # the queue dropped it already
                 with self._stats_lock:
                     self.stats["cancelled"] += 1
-                log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id)
+                log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id,
+                         extra={"job_id": out.job.id})
         try:  # building a sharded batch may already ask Valkey where a job lives
             batch = self.queue.batch()
             if done:
@@ -422,40 +434,43 @@ class Consumer:
 
     def _settled(self, out: _Outcome, reply) -> None:
         job = out.job
+        about = {"job_id": job.id}  # for the log lines below
         if isinstance(reply, StaleToken):
             self.stats["stale"] += 1
             self.observer.settled(self, job, "stale")
             log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
-                        self.name, out.kind, job.id, job.attempts)
+                        self.name, out.kind, job.id, job.attempts, extra=about)
         elif isinstance(reply, Cancelled):
             self.stats["cancelled"] += 1
             self.observer.settled(self, job, "cancelled")
-            log.info("consumer %s: %s %s refused, the job was cancelled", self.name, out.kind, job.id)
+            log.info("consumer %s: %s %s refused, the job was cancelled", self.name, out.kind, job.id,
+                     extra=about)
         elif isinstance(reply, Exception):
             # Not settled; the job stays leased until the reaper returns it.
             self.stats["unsettled"] += 1
             log.error("consumer %s: %s %s failed: %s; the reaper will return it", self.name, out.kind,
-                      job.id, _safe_text(reply))
+                      job.id, _safe_text(reply), extra=about)
         elif reply == 0:
             self.stats["gone"] += 1
-            log.info("consumer %s: %s %s: the job was gone (removed)", self.name, out.kind, job.id)
+            log.info("consumer %s: %s %s: the job was gone (removed)", self.name, out.kind, job.id,
+                     extra=about)
         elif out.kind == "complete":
             self.stats["completed"] += 1
             self.observer.settled(self, job, "completed")
         elif out.kind == "drop":
             self.stats["dropped"] += 1
             self.observer.settled(self, job, "dropped")
-            log.info("consumer %s dropped %s: %s", self.name, job.id, out.error)
+            log.info("consumer %s dropped %s: %s", self.name, job.id, out.error, extra=about)
         elif reply in (b"dead", "dead"):
             self.stats["dead"] += 1
             self.observer.settled(self, job, "dead")
             log.error("consumer %s dead-lettered %s after %d attempts: %s", self.name, job.id,
-                      job.attempts, out.error.splitlines()[0] if out.error else "")
+                      job.attempts, out.error.splitlines()[0] if out.error else "", extra=about)
         elif reply in (b"scheduled", "scheduled"):
             self.stats["retried"] += 1
             self.observer.settled(self, job, "retried")
             log.warning("consumer %s will retry %s in %dms (attempt %d): %s", self.name, job.id,
-                        out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "")
+                        out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "", extra=about)
 
     def _park(self) -> bool:
         """Nothing to claim: block on the wake list and our doorbell.
@@ -485,6 +500,7 @@ class Consumer:
         self._heartbeat = hb
 
     def _work_loop(self) -> None:
+        current_queue.set(self.queue.name)  # this thread's own context, for its log lines
         stop = False
         while not stop:
             job = self._runq.get()
@@ -514,7 +530,11 @@ class Consumer:
                 self._started[job.id] = start
         for job in jobs:
             self.observer.started(self, job)
-        outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
+        marked = current_job.set(jobs[0].id if len(jobs) == 1 else None)
+        try:
+            outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
+        finally:
+            current_job.reset(marked)
         took = (time.monotonic() - start) / len(jobs)
         for job in jobs:
             self.observer.handled(self, job, took)
@@ -594,6 +614,7 @@ class Consumer:
 
     # -- heartbeat --------------------------------------------------------
     def _heartbeat_loop(self) -> None:
+        current_queue.set(self.queue.name)
         every = self.lease_ms / 3000
         failures = 0
         while not self._hb_stop.wait(every):
@@ -625,10 +646,11 @@ class Consumer:
                 self.stats["lost"] += 1
                 job._cancel.set()
                 if isinstance(reply, Cancelled):
-                    log.info("consumer %s: %s was cancelled; telling its handler", self.name, job.id)
+                    log.info("consumer %s: %s was cancelled; telling its handler", self.name, job.id,
+                             extra={"job_id": job.id})
                 else:
                     log.warning("consumer %s lost the lease of %s (reaped); its result will be refused",
-                                self.name, job.id)
+                                self.name, job.id, extra={"job_id": job.id})
 
     # -- shutdown ---------------------------------------------------------
     def _shutdown(self) -> int:

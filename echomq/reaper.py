@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 
 from .checks import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
 from .errors import Unavailable
@@ -35,6 +36,7 @@ class Reaper:
         self.tasks = list(tasks)
         self._stop = threading.Event()
         self.passes = 0
+        self.last_pass: float | None = None  # monotonic, each time round the loop (echomq.health)
 
     def run_once(self) -> dict:
         """One pass over every queue and task; answers what moved."""
@@ -45,7 +47,7 @@ class Reaper:
             report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted}
             if reaped or promoted:
                 log.info("reaper %s: returned=%d dead=%d promoted=%d", q.name, reaped.returned,
-                         reaped.dead, promoted)
+                         reaped.dead, promoted, extra={"queue": q.name})
         for task in self.tasks:
             name = getattr(task, "__name__", repr(task))
             try:
@@ -65,6 +67,7 @@ class Reaper:
                  ",".join(q.name for q in self.queues), self.interval_ms, self.max_stalls)
         try:
             while not self._stop.is_set():
+                self.last_pass = time.monotonic()
                 try:
                     self.run_once()
                 except Unavailable as exc:

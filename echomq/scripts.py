@@ -1,5 +1,11 @@
 """The Lua bundle: one script per transition, loaded from ``lua/``.
 
+The scripts are package data read through ``importlib.resources``: an
+installed ``echomq`` carries them in ``echomq/lua/`` (the build maps the
+repository's top-level ``lua/`` there, see distributions/README.md), so they
+load from a wheel or a zip alike; a checkout or an editable install reads the
+top-level ``lua/`` itself (:func:`lua_dir`).
+
 Each script's text is assembled at import (``--- @include "name"`` pulls in
 ``lua/include/name.lua`` once), so its SHA1 is known before any connection
 exists. Calls go out as EVALSHA; a NOSCRIPT reply (a restarted or flushed
@@ -19,13 +25,32 @@ from __future__ import annotations
 
 import hashlib
 import re
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import redis
 
 from .errors import translate, translated
 
-LUA_DIR = Path(__file__).resolve().parent.parent / "lua"
+
+def lua_dir(package: str, checkout: str) -> Traversable:
+    """Where ``package`` keeps its Lua scripts: ``<package>/lua`` inside an
+    installed distribution (a wheel or a zip: read through importlib.resources),
+    else ``checkout`` under the repository root that holds the package (a
+    checkout, or an editable install of one). ``lua_dir("echomq", "lua")``
+    is EchoMQ's own bundle."""
+    root = resources.files(package)
+    inside = root / "lua"
+    if inside.is_dir():
+        return inside
+    if isinstance(root, Path) and (root.parent / checkout).is_dir():
+        return root.parent / checkout
+    raise FileNotFoundError(f"no Lua scripts for {package}: neither {inside} (an installed package) "
+                            f"nor {checkout}/ beside it (a checkout)")
+
+
+LUA_DIR = lua_dir("echomq", "lua")
 _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.M)
 
 

@@ -347,10 +347,12 @@ class Runner:
 
 
 def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms: int | None = None,
-          reap_interval_ms: int = 500, observer=None, consumers_out: list | None = None) -> bool:
+          reap_interval_ms: int = 500, observer=None, consumers_out: list | None = None,
+          health_port: int | None = None, health_addr: str = "127.0.0.1") -> bool:
     """Run one Consumer per queue (and a reaper over them, which also
-    promotes delayed jobs) until SIGTERM/SIGINT; False if a consumer died."""
-    from echomq import Consumer, Reaper
+    promotes delayed jobs) until SIGTERM/SIGINT; False if a consumer died.
+    Their liveness is on ``health_port`` and told to systemd (``echomq.health``)."""
+    from echomq import Consumer, Reaper, health
     from echomq.supervise import run_together
 
     runner = Runner(backend)
@@ -363,4 +365,6 @@ def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms
     if consumers_out is not None:
         consumers_out.extend(consumers)
     reaper = Reaper(queues, interval_ms=reap_interval_ms) if reap_interval_ms > 0 else None
-    return run_together(consumers + ([reaper] if reaper else []))
+    loops = consumers + ([reaper] if reaper else [])
+    health.watch(loops, port=health_port, addr=health_addr)
+    return run_together(loops)

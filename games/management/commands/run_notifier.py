@@ -5,13 +5,17 @@ The command keeps the name it had when it also delivered notifications:
 notifications themselves are Django tasks (``games.tasks.notify`` on
 ``cm.tasks``), run by ``run_tasks``.
 """
+import logging
+
 from django.core.management.base import BaseCommand, CommandError
 
-from echomq import Consumer
+from echomq import Consumer, health
 from echomq.contrib.django import get_queue, valkey_url
 from games import settlement
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
 from games.workers import settle
+
+log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
 
 
 class Command(BaseCommand):
@@ -22,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--lease-ms", type=int, default=30_000)
         parser.add_argument("--max-attempts", type=int, default=20)
         add_metrics_argument(parser)
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         observer = start_metrics(o["metrics_port"])
@@ -30,8 +35,8 @@ class Command(BaseCommand):
         consumers = [Consumer(get_queue(settlement.QUEUE), settle, name="settler", **common)]
         for c in consumers:
             observer and observer.watch(c)
-        self.stdout.write(f"notifier: queues={settlement.QUEUE} valkey={valkey_url()} db={describe_db()}")
-        self.stdout.flush()
+        log.info(f"notifier: queues={settlement.QUEUE} valkey={valkey_url()} db={describe_db()}")
+        health.watch(consumers, port=o["health_port"], addr=o["health_addr"])
         if not run_consumers(consumers):
             raise CommandError("a consumer stopped unexpectedly (see the log above)")
-        self.stdout.write("notifier stopped")
+        log.info("notifier stopped")

@@ -1,15 +1,18 @@
 """The maintenance loop: reap expired leases, promote due jobs, relay unsent
 guesses, and ask to settle rounds that are due."""
+import logging
 import time
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
-from echomq import Reaper
+from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
 from games import guesses, leaderboard, settlement, tasks
 from games.management.runner import add_metrics_argument, describe_db
+
+log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
 
 
 class Every:
@@ -41,6 +44,7 @@ class Command(BaseCommand):
         add_metrics_argument(parser)
         parser.add_argument("--heal-every-s", type=float, default=1.0,
                             help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         after = timedelta(seconds=o["relay_after_s"])
@@ -58,14 +62,14 @@ class Command(BaseCommand):
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
         queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, tasks.QUEUE)]
-        self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
-                          f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
-        self.stdout.flush()
+        log.info(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
+                 f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
         if o["metrics_port"]:
             from echomq.metrics import ReaperMetrics, serve
 
             ReaperMetrics().wrap(reaper)
             serve(o["metrics_port"])
+        health.watch([reaper], port=o["health_port"], addr=o["health_addr"])
         reaper.run()
-        self.stdout.write("reaper stopped")
+        log.info("reaper stopped")

@@ -5,11 +5,16 @@ through ``django.tasks``, plus a reaper over those queues (it returns the
 jobs of dead workers and promotes ``run_after`` jobs when due; any number
 may run). SIGTERM/SIGINT: stop claiming, finish the tasks in hand, exit 0.
 """
+import logging
+
 from django.core.management.base import BaseCommand, CommandError
 from django.tasks import task_backends
 
+from echomq import health
 from echomq.contrib.django import valkey_url
 from echomq.contrib.django.tasks import EchoMQBackend, serve
+
+log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
 
 
 class Command(BaseCommand):
@@ -24,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--reap-interval-ms", type=int, default=500,
                             help="built-in reaper's period; 0 leaves reaping to run_reaper")
         parser.add_argument("--metrics-port", type=int, default=None, help="export Prometheus metrics here")
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         backend = task_backends[o["backend"]]
@@ -44,14 +50,14 @@ class Command(BaseCommand):
 
             observer = ConsumerMetrics()
             export(o["metrics_port"])
-        self.stdout.write(f"run_tasks: backend={o['backend']} queues={','.join(queues)} "
-                          f"concurrency={o['concurrency']} valkey={valkey_url()}"
-                          + (f" metrics=:{o['metrics_port']}" if o["metrics_port"] else ""))
-        self.stdout.flush()
+        log.info(f"run_tasks: backend={o['backend']} queues={','.join(queues)} "
+                 f"concurrency={o['concurrency']} valkey={valkey_url()}"
+                 + (f" metrics=:{o['metrics_port']}" if o["metrics_port"] else ""))
         consumers = []
         healthy = serve(backend, queues, concurrency=o["concurrency"], lease_ms=o["lease_ms"],
-                        reap_interval_ms=o["reap_interval_ms"], observer=observer, consumers_out=consumers)
+                        reap_interval_ms=o["reap_interval_ms"], observer=observer, consumers_out=consumers,
+                        health_port=o["health_port"], health_addr=o["health_addr"])
         done = sum(c.stats["completed"] for c in consumers)
-        self.stdout.write(f"run_tasks stopped: completed={done}")
+        log.info(f"run_tasks stopped: completed={done}")
         if not healthy:
             raise CommandError("a task consumer stopped unexpectedly (see the log above)")
