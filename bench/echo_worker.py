@@ -16,6 +16,11 @@ MODE
   rawpipe    reference loop, no Consumer: one Batch (pipeline) per cycle
              that completes the previous batch and claims the next.
 
+``--body incr`` gives every job one INCR through the queue's own client,
+shared by the handler threads (bench.body); ``--fill N --lanes K`` enqueues
+N jobs on K lanes before READY, with this process's own echomq (so a run
+can compare two versions of the code, each filling its own way).
+
 Prints READY, PROGRESS and RESULT lines (see bench.tally).
 """
 from __future__ import annotations
@@ -29,8 +34,9 @@ import time
 
 import redis
 
-from echomq import Queue
+from echomq import Queue, ids
 
+from bench import body
 from bench.tally import Tally, emit
 
 
@@ -52,16 +58,26 @@ def percentiles(values, ps=(50, 90, 99, 99.9)) -> dict:
     return out
 
 
+def fill(q: Queue, n: int, lanes: int) -> None:
+    names = [ids.mint("PLR") for _ in range(lanes)]
+    for i in range(0, n, 1000):
+        q.enqueue_many([{"payload": b"x", "lane": names[j % lanes]} if lanes else b"x"
+                        for j in range(i, min(n, i + 1000))])
+
+
 def run_consumer(q: Queue, a, tally: Tally, handler) -> dict:
     Consumer = load_consumer(a.consumer)
     tuning = {} if a.prefetch is None else {"prefetch": a.prefetch}  # None: the Consumer's default
-    consumer = Consumer(q, handler, concurrency=a.concurrency, lease_ms=a.lease_ms, beat_ms=a.beat_ms,
-                        **tuning)
+    if a.defaults:  # Consumer(queue, handler), exactly as a user writes it first
+        consumer = Consumer(q, handler)
+    else:
+        consumer = Consumer(q, handler, concurrency=a.concurrency, lease_ms=a.lease_ms, beat_ms=a.beat_ms,
+                            **tuning)
     tally.on_done = lambda: threading.Thread(target=consumer.stop, daemon=True).start()
     emit("READY")
     consumer.run()
     stats = getattr(consumer, "stats", None)
-    return {"stats": dict(stats) if stats else None}
+    return {"stats": dict(stats) if stats else None, "counts": q.counts()}
 
 
 def run_raw1(q: Queue, a, tally: Tally) -> dict:
@@ -132,11 +148,17 @@ def main(argv=None) -> int:
     ap.add_argument("--lease-ms", type=int, default=30_000)
     ap.add_argument("--beat-ms", type=int, default=1_000)
     ap.add_argument("--consumer", default="echomq:Consumer")
+    ap.add_argument("--defaults", action="store_true", help="Consumer(queue, handler): no other argument")
+    ap.add_argument("--body", choices=body.BODIES, default="noop", help="each job's work (bench.body)")
+    ap.add_argument("--fill", type=int, default=0, help="enqueue this many jobs before READY")
+    ap.add_argument("--lanes", type=int, default=0, help="spread the --fill jobs over this many lanes")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     q = Queue(a.queue, redis.Redis.from_url(a.url))
-    tally = Tally(a.n)
+    if a.fill:
+        fill(q, a.fill, a.lanes)
+    tally = Tally(a.n, body=body.make(a.body, q.client))
     if a.mode == "consumer":
         extra = run_consumer(q, a, tally, lambda job: tally.hit())
     elif a.mode == "latency":

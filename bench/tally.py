@@ -5,7 +5,9 @@ system (EchoMQ and peers alike) is measured the same way, inside the worker
 process: ``(n - 1) / (t_last - t_first)`` between the first and the n-th
 handler call, which leaves out interpreter start, imports, connection set-up
 and each library's boot steps. The worker's CPU time over the same window is
-reported too. No Redis traffic is added per job.
+reported too. No Redis traffic is added per job, unless the run gives a
+``body``: the job's own work, run by ``hit()`` before it counts (the
+realistic workload of ``bench.work``: one INCR through a shared client).
 
 Workers talk to the harness with lines on stdout:
 ``READY``, ``PROGRESS <count> <s since first job> <cpu s since then>`` (each second) and ``RESULT <json>``.
@@ -27,8 +29,9 @@ def emit(kind: str, payload=None) -> None:
 
 
 class Tally:
-    def __init__(self, n: int, on_done=None, *, progress: bool = True):
+    def __init__(self, n: int, on_done=None, *, progress: bool = True, body=None):
         self.n = n
+        self.body = body
         self.count = 0
         self.on_done = on_done
         self.done = threading.Event()
@@ -39,6 +42,8 @@ class Tally:
             threading.Thread(target=self._progress, daemon=True, name="bench-progress").start()
 
     def hit(self) -> None:
+        if self.body is not None:
+            self.body()
         with self._lock:
             self.count += 1
             c = self.count

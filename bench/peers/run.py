@@ -1,7 +1,7 @@
 """Subprocess entry for one peer: ``python -m bench.peers.run PEER fill|work``.
 
 Runs in the peer's own venv; imports only the standard library, the peer's
-adapter and bench.tally.
+adapter, bench.tally and bench.body (redis-py, for ``--body incr``).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import sys
 import time
 from importlib import metadata
 
+from bench import body
 from bench.tally import Tally, emit
 
 FILL_CHUNK = 2000  # adapters fill in chunks so a slow one can stop at its budget
@@ -26,6 +27,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--config", default=None)
+    ap.add_argument("--body", choices=body.BODIES, default="noop", help="each job's work (bench.body)")
     ap.add_argument("--fill-budget", type=float, default=60.0,
                     help="stop filling (at a chunk boundary) after this many seconds")
     a = ap.parse_args(argv)
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
                         "method": method})
         return 0
     config = a.config or next(iter(mod.CONFIGS))
-    tally = Tally(a.n)
+    tally = Tally(a.n, body=body.make(a.body, url=a.url))
     tally.on_done = lambda: emit("RESULT", tally.result(version=version, config=config,
                                                         describe=mod.CONFIGS[config]))
     mod.work(a.url, a.n, a.concurrency, config, tally, lambda: emit("READY"))
