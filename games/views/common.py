@@ -17,7 +17,8 @@ from django.http import JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
-from ..models import Guess, Lock, Notification, Player, Round, Wallet
+from ..forms import welcome
+from ..models import Guess, LedgerEntry, Lock, Notification, Player, Round, Wallet
 from ..players import ensure_player
 from ..rows import convert, from_row
 
@@ -240,8 +241,14 @@ def _player_with_wallet(user_id) -> Player | None:
 
 
 def _make_player(user) -> None:
-    """A first visit (or a wallet lost by hand): make what is missing."""
-    Wallet.objects.get_or_create(player=ensure_player(user))
+    """A first visit (or a wallet lost by hand): make what is missing. An
+    account that never had a ledger entry -- made by ``createsuperuser`` or
+    in the admin, not by signing up -- gets the starting balance, as a
+    sign-up does."""
+    player = ensure_player(user)
+    Wallet.objects.get_or_create(player=player)
+    if not LedgerEntry.objects.filter(player=player).exists():
+        welcome(player)
 
 
 def load_player(user) -> Player:

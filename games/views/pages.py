@@ -26,10 +26,14 @@ EXAMPLE_POOL = 100
 
 
 def _sample() -> list[dict]:
+    """The sample guesses as the round page shows them: the total (and
+    percentage) while the round runs, the per-position marks once it is
+    over (they say where the secret's emojis sit)."""
     rows = []
     for guess in SAMPLE_GUESSES:
         result = engine.score(SAMPLE_SECRET, guess)
-        rows.append({"marks": share.marks(result.breakdown()), "total": result.total})
+        rows.append({"emojis": guess, "marks": share.marks(result.breakdown()), "total": result.total,
+                     "percentage": round(result.total / engine.MAX_TOTAL * 100)})
     return rows
 
 

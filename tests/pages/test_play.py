@@ -163,8 +163,9 @@ def test_not_enough_keys(client, make_player, make_round):
     client.force_login(poor.user)
     rnd = make_round(secret=SECRET, guess_price=2)
     resp = client.post(f"/rounds/{rnd.pk}/guess/", slots(GUESS))
-    assert resp.status_code == 402
-    assert "Not enough keys: a guess costs 2, you have 1." in resp.content.decode()
+    assert resp.status_code == 303 and "refused=insufficient_funds" in resp["Location"]  # post/redirect/get
+    page = client.get(resp["Location"]).content.decode()
+    assert "Not enough keys: a guess costs 2 keys, you have 1 key." in page and "Nothing was charged" in page
     assert charges(poor) == 0
 
 
@@ -173,9 +174,11 @@ def test_closed_and_expired_rounds_refuse(play, player, make_round):
     settlement.void_round(voided.pk)
     Round.objects.filter(pk=late.pk).update(ends_at=timezone.now() - timedelta(seconds=1))
     resp = play.post(f"/rounds/{voided.pk}/guess/", slots(GUESS))
-    assert resp.status_code == 409 and "This round is voided and takes no more guesses." in resp.content.decode()
+    assert resp.status_code == 303 and "refused=closed" in resp["Location"]
+    assert "This round is voided and takes no more guesses." in play.get(resp["Location"]).content.decode()
     resp = play.post(f"/rounds/{late.pk}/guess/", slots(GUESS))
-    assert resp.status_code == 409 and "This round&#x27;s time is up." in resp.content.decode()
+    assert resp.status_code == 303 and "refused=expired" in resp["Location"]
+    assert "This round&#x27;s time is up." in play.get(resp["Location"]).content.decode()
     resp = play.post(f"/rounds/{late.pk}/lock/", {"lock": "0", **slots(GUESS)})
     assert resp.status_code == 409
     assert charges(player) == 0 and not Lock.objects.exists()
