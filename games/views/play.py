@@ -273,7 +273,8 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "payout_words": payouts.told(rnd.kind, payout) if payout else "",
         "rules": payouts.explain_round(rnd),
         "live": _live(request, rnd, guesses),
-        "share": share.card(rnd, guesses) if rnd.revealed and guesses else "",
+        "share": share.card(rnd, guesses, request.build_absolute_uri(common_url("watch", rnd.pk)))
+        if rnd.revealed and guesses else "",
         "scoring": share.LEGEND,
         "diamonds_per_key": DIAMONDS_PER_KEY,
         "repeated": [e for e in dict.fromkeys(slots) if e and slots.count(e) > 1],
@@ -324,7 +325,33 @@ def _lobby(request):
     recent = (Round.objects.filter(guesses__player=player)
               .filter(Q(status__in=[Round.Status.SETTLED, Round.Status.VOIDED]) | Q(ends_at__lte=now))
               .distinct().order_by("-ends_at")[:10])
-    return render(request, "games/lobby.html", {"rows": rows, "recent": recent})
+    return render(request, "games/lobby.html", {"rows": rows, "recent": recent, "ended": just_ended(),
+                                                "coming": coming_next()})
+
+
+JUST_ENDED = 5
+JUST_ENDED_WITHIN = timedelta(days=1)
+
+
+def just_ended(now=None) -> list[dict]:
+    """Rounds closed in the last day, the latest first, each with its
+    winners' names (the lobby's "Just ended"; each links to its watch page)."""
+    since = (now or timezone.now()) - JUST_ENDED_WITHIN
+    closed = list(Round.objects.filter(status__in=[Round.Status.SETTLED, Round.Status.VOIDED], settled_at__gte=since)
+                  .only("id", "title", "kind", "status", "prize_pool", "settled_at", "result")
+                  .order_by("-settled_at")[:JUST_ENDED])
+    winners = {p["player"] for r in closed for p in (r.result or {}).get("payouts", [])}
+    names = dict(Player.objects.filter(pk__in=winners).values_list("pk", "user__username")) if winners else {}
+    return [{"rnd": r, "winners": [(names.get(p["player"], "(gone)"), p["prize"])
+                                   for p in (r.result or {}).get("payouts", [])[:3]]} for r in closed]
+
+
+def coming_next() -> list[dict]:
+    """The rounds the schedules will open next, for the lobby's "Coming
+    next" (each ``{"title", "kind", "opens_at"}``). Empty until rounds open
+    on a schedule (issue 23, part 1): the lobby shows the section only when
+    this has something."""
+    return []
 
 
 @require_GET

@@ -19,7 +19,7 @@ THEIRS = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # nobody else's page 
 def player_urls(rnd) -> list[str]:
     base = f"/rounds/{rnd.pk}/"
     return ["/", "/wallet/", "/notifications/", base, base + "leaderboard/", base + "my-guesses.json",
-            base + "?slot0=🐶", "/rounds/RND00000000000/"]
+            base + "?slot0=🐶", "/rounds/RND00000000000/", f"/watch/{rnd.pk}/", f"/watch/{rnd.pk}/live.json"]
 
 
 def posts(rnd) -> list[tuple[str, dict]]:
