@@ -181,6 +181,12 @@ class LockForm(_DraftWithChoices):
         return data
 
 
+class AlertsForm(forms.Form):
+    """What a player wants to hear about, on their profile."""
+
+    new_rounds = forms.BooleanField(required=False, label="Tell me when a new round opens")
+
+
 class ExchangeForm(forms.Form):
     keys = forms.IntegerField(min_value=1, max_value=1_000_000, label="Keys to buy",
                               help_text=f"{wallet.DIAMONDS_PER_KEY} diamonds buy one key.")

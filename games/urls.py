@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
-from .views.pages import favicon, profile, rules
+from .views.pages import alerts, favicon, profile, rules
 from .views.play import get_shows_round
 from .views.watch import watch_live, watch_page
 
@@ -29,6 +29,7 @@ urlpatterns = [
     path("notifications/read/", views.mark_notifications_read, name="notifications_read"),
     path("rules/", rules, name="rules"),
     path("me/", profile, name="me"),
+    path("me/alerts/", alerts, name="alerts"),
     path("players/<str:username>/", profile, name="profile"),
     path("favicon.ico", favicon),
 ]
