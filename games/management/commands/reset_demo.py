@@ -36,6 +36,7 @@ class Command(BaseCommand):
                            "then seed the demo again? Type 'yes' to go on: ")
             if answer.strip().lower() != "yes":
                 raise CommandError("Not reset; nothing was changed.")
+        call_command("migrate", interactive=False, verbosity=0)  # an older install's tables first
         call_command("flush", interactive=False, verbosity=0)
         permissions.sync_groups()  # flush empties the groups a data migration made
         self.stdout.write(f"database {where} emptied")
