@@ -37,9 +37,16 @@ def _change_url(model: str, pk: str) -> str:
 
 
 def player_lane_labels(lanes: list[str]) -> dict[str, str]:
-    """Lanes named after their players: the game's lanes are PLR ids."""
-    ids_ = [lane for lane in lanes if lane.startswith("PLR") and ids.is_valid(lane)]
-    return dict(Player.objects.filter(pk__in=ids_).values_list("pk", "user__username")) if ids_ else {}
+    """Lanes named after what they are: a player's (PLR: guesses, their
+    notifications) by username, a round's (RND: its announcement) by title."""
+    valid = [lane for lane in lanes if ids.is_valid(lane)]
+    players = [lane for lane in valid if lane.startswith("PLR")]
+    rounds_ = [lane for lane in valid if lane.startswith("RND")]
+    out = dict(Player.objects.filter(pk__in=players).values_list("pk", "user__username")) if players else {}
+    if rounds_:
+        out |= {pk: f"round {title or pk}" for pk, title in Round.objects.filter(pk__in=rounds_)
+                .values_list("pk", "title")}
+    return out
 
 
 def _when(dt) -> str:

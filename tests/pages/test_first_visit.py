@@ -333,3 +333,12 @@ def test_one_key_is_one_key_and_a_classic_guess_is_hidden_until_settled(root, pl
     assert "charged 1 key and" in remove and "credits 1 key back" in remove
     html = root.get(f"/admin/games/guess/{g.pk}/change/").content.decode()
     assert "hidden until the round is settled" in html and "sealed until the reveal" not in html
+
+
+def test_a_round_announcement_lane_is_named_after_its_round(root, emoji_set, django_capture_on_commit_callbacks):
+    from games import rounds
+
+    with django_capture_on_commit_callbacks(execute=True):
+        rnd = rounds.create_round(emoji_set, title="Fresh one")
+    html = root.get("/admin/queues/cm.tasks/").content.decode()
+    assert f"round Fresh one <span" in html and rnd.pk in html
