@@ -209,6 +209,7 @@ def test_seeding_warns_of_nothing_and_starting_the_reaper_heals_quietly(settings
     assert said.levelno == logging.WARNING and "restored" in said.getMessage() and rnd.pk in said.getMessage()
 
 
+@pytest.mark.django_db(transaction=True)  # flush truncates: on PostgreSQL not inside a test's transaction
 def test_reset_demo_starts_over_and_refuses_in_production(settings, tmp_path, valkey, make_player):
     settings.VAR_DIR = tmp_path
     call_command("seed_demo", stdout=io.StringIO())
