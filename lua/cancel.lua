@@ -18,6 +18,7 @@ Errors: EMQNOJOB no such job; EMQSTATE a dead job (remove or requeue it);
 --- @include "now"
 --- @include "lanes"
 --- @include "stats"
+--- @include "unique"
 
 arg_count(2)
 local P = arg_prefix(ARGV[1])
@@ -43,6 +44,7 @@ if state == 'pending' and lane and lane ~= '' then
 end
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
+unique_release_row(P, id, KEYS[1])
 redis.call('DEL', KEYS[1])
 count(P, 'cancelled', now_ms(), 1)
 return 'cancelled'
