@@ -204,13 +204,13 @@ class ReaperMetrics:
         pc = require()
         r = registry or pc.REGISTRY
         self.passes = pc.Counter("echomq_reaper_passes", "Maintenance passes run", registry=r)
-        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted)",
+        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted, fired: schedule ticks enqueued)",
                                 ["queue", "action"], registry=r)
 
     def wrap(self, reaper):
         run_once = reaper.run_once
         for q in reaper.queues:  # every series shows from the start, at 0
-            for action in ("returned", "dead", "promoted"):
+            for action in ("returned", "dead", "promoted", "fired"):
                 self.moved.labels(q.name, action)
 
         def counted():

@@ -193,10 +193,11 @@ class ShardedQueue:
 
     # -- admission ------------------------------------------------------------
     def enqueue(self, payload, *, job_id: str | None = None, lane: str | None = None,
-                delay_ms: int | None = None) -> tuple[str, str]:
+                delay_ms: int | None = None, **options) -> tuple[str, str]:
+        """As Queue.enqueue (``options``: priority, unique_key, unique_ttl_ms)."""
         job_id = ids.mint("JOB") if job_id is None else job_id
-        return self.shard_for(lane=lane, job_id=job_id).enqueue(payload, job_id=job_id, lane=lane,
-                                                                 delay_ms=delay_ms)
+        return self._placed(lane, job_id, options.get("unique_key")).enqueue(
+            payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
 
     def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
         """As Queue.enqueue_many: every item validated first, then one
@@ -208,8 +209,10 @@ class ShardedQueue:
                     raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
                 job_id = item.get("job_id") or ids.mint("JOB")
                 lane = item.get("lane")
-                shard = self.shard_for(lane=lane, job_id=job_id)
-                calls.append((shard, shard._enqueue_call(item["payload"], job_id, lane, item.get("delay_ms"))))
+                shard = self._placed(lane, job_id, item.get("unique_key"))
+                calls.append((shard, shard._enqueue_call(item["payload"], job_id, lane, item.get("delay_ms"),
+                                                         item.get("priority"), item.get("unique_key"),
+                                                         item.get("unique_ttl_ms"))))
             else:
                 job_id = ids.mint("JOB")
                 shard = self.shard_for(job_id=job_id)
@@ -221,7 +224,7 @@ class ShardedQueue:
         for (_, (job_id, _, _)), reply in zip(calls, batch.run()):
             if isinstance(reply, Exception):
                 raise _typed(reply)
-            out.append((job_id, Queue._STATUS[reply]))
+            out.append(Queue.enqueued(job_id, reply))
         return out
 
     # -- the lease ------------------------------------------------------------
@@ -565,6 +568,106 @@ class ShardedQueue:
     def has_hot(self) -> bool:
         return bool(self._hot)
 
+    # --- issue 21: schedules, priorities, rate limits, unique jobs ---
+    # Priorities need nothing here: a job's priority orders its own ready set,
+    # on its own shard. The rest, and how each works across shards:
+
+    def _placed(self, lane: str | None, job_id: str, unique_key: str | None) -> Queue:
+        """A job's shard: its lane's; else its unique key's, so every enqueue
+        of a key meets the key's holder; else its id's. (With a lane, a
+        unique key is unique among the lanes of the lane's shard.)"""
+        if lane or not unique_key:
+            return self.shard_for(lane=lane, job_id=job_id)
+        return self.shards[_crc(keyspace._text(unique_key, "unique_key")) % len(self.shards)]
+
+    def _schedule_shard(self, name: str, lane: str | None) -> int:
+        """A schedule lives on its lane's shard, else on its name's: one
+        shard holds its cursor and enqueues every tick (ticks are jobs of
+        that shard, so each is fired atomically with its cursor)."""
+        from .schedules import check_name
+
+        if lane:
+            return self.shard_index(lane=lane)
+        return _crc(check_name(name)) % len(self.shards)
+
+    def _holding(self, name: str) -> Queue | None:
+        """The shard that holds schedule ``name``, or None."""
+        from .schedules import check_name
+
+        check_name(name)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in self.shards:
+            pipe.exists(f"{shard.prefix}sched:{name}")
+        try:
+            found = pipe.execute()
+        except TRANSIENT_ERRORS as exc:
+            raise Unavailable(f"Valkey unavailable: {type(exc).__name__}: {exc}") from exc
+        return next((s for s, there in zip(self.shards, found) if there), None)
+
+    def schedule(self, name: str, *, lane: str | None = None, **definition) -> str:
+        """As Queue.schedule, on the schedule's shard (see _schedule_shard);
+        a copy left on another shard by an older definition (another lane) is removed."""
+        i = self._schedule_shard(name, lane)
+        answer = self.shards[i].schedule(name, lane=lane, **definition)
+        for j, shard in enumerate(self.shards):
+            if j != i:
+                shard.unschedule(name)
+        return answer
+
+    def schedules(self) -> list[dict]:
+        rows = [row for shard in self.shards for row in shard.schedules()]
+        return sorted(rows, key=lambda r: (r["next_ms"] is None, r["next_ms"] or 0, r["name"]))
+
+    def _schedule_op(self, name: str, op: str) -> bool:
+        shard = self._holding(name)
+        return shard is not None and getattr(shard, op)(name)
+
+    def unschedule(self, name: str) -> bool:
+        return self._schedule_op(name, "unschedule")
+
+    def pause_schedule(self, name: str) -> bool:
+        return self._schedule_op(name, "pause_schedule")
+
+    def resume_schedule(self, name: str) -> bool:
+        return self._schedule_op(name, "resume_schedule")
+
+    def fire_schedules(self, *, limit: int = 1000) -> int:
+        check_int(limit, "limit", 1, MAX_BATCH)
+        return sum(shard.fire_schedules(limit=limit) for shard in self.shards)
+
+    def rate_shares(self, jobs: int, per_ms: int) -> list[tuple[int, int]]:
+        """Each shard's (jobs, per_ms) under a queue-wide limit of ``jobs``
+        per ``per_ms``: the limit is split evenly, since a claim runs on one
+        shard's node and cannot count another's. With at least as many jobs
+        as shards, shard i gets jobs // S (one more for the first jobs % S);
+        with fewer, each gets one job per ceil(per_ms * S / jobs). So the
+        shards together never claim more than the limit; a shard that has
+        no work does not lend its share to the others."""
+        n = len(self.shards)
+        if jobs >= n:
+            return [(jobs // n + (1 if i < jobs % n else 0), per_ms) for i in range(n)]
+        per = min(MAX_MS, -(-per_ms * n // jobs))
+        return [(1, per)] * n
+
+    def set_rate_limit(self, jobs: int | None, per_ms: int | None = None) -> None:
+        """As Queue.set_rate_limit, split over the shards (see rate_shares)."""
+        from .queue import rate_args
+
+        jobs, per_ms = rate_args(jobs, per_ms)
+        shares = self.rate_shares(jobs, per_ms) if jobs else [(0, 0)] * len(self.shards)
+        it = iter(shares)
+        self._each("rate", lambda s: (s.k_meta,), lambda s: (s.prefix, "", *next(it)))
+
+    def rate_limit(self) -> dict | None:
+        """The shards' limits summed: jobs and claimed over the longest
+        share's window, with each shard's own view under ``shards``."""
+        views = [s.rate_limit() for s in self.shards]
+        if any(v is None for v in views):
+            return None
+        return {"jobs": sum(v["jobs"] for v in views), "per_ms": max(v["per_ms"] for v in views),
+                "claimed": sum(v["claimed"] for v in views),
+                "window_ms_left": max(v["window_ms_left"] for v in views), "shards": views}
+
 
 class ShardedLanes:
     """The lanes API over the shards: a lane's calls go to its shard."""
@@ -599,6 +702,10 @@ class ShardedLanes:
     def deepest(self, n: int = 10) -> list[dict]:
         rows = [row for s in self.queue.shards for row in s.lanes.deepest(n)]
         return sorted(rows, key=lambda r: -r["depth"])[:n]
+
+    def set_rate(self, lane: str, jobs: int | None, per_ms: int | None = None) -> None:
+        """A lane's limit is exact: the lane lives on one shard (issue 21)."""
+        self._of(lane).set_rate(lane, jobs, per_ms)
 
 
 class ShardParking:
