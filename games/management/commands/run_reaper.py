@@ -1,5 +1,6 @@
-"""The maintenance loop: reap expired leases, promote due jobs, relay unsent
-guesses, and ask to settle rounds that are due."""
+"""The maintenance loop: reap expired leases, promote due jobs, fire the
+schedules (those of ECHOMQ["SCHEDULES"] are created at startup), relay
+unsent guesses, and ask to settle rounds that are due."""
 import time
 from datetime import timedelta
 
@@ -8,6 +9,7 @@ from django.db import close_old_connections
 
 from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.contrib.django.schedules import declared_queues, install
 from games import guesses, leaderboard, settlement, tasks
 from games.management.commands.run_notifier import LEGACY_NOTIFY
 from games.management.runner import add_metrics_argument, describe_db
@@ -58,7 +60,11 @@ class Command(BaseCommand):
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
-        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE)]
+        for queue, name, status in install():  # ECHOMQ["SCHEDULES"]; this reaper fires them
+            if status != "unchanged":
+                self.stdout.write(f"reaper: schedule {queue}/{name} {status}")
+        names = [guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE]
+        queues = [get_queue(n) for n in names + [n for n in declared_queues() if n not in names]]
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         self.stdout.flush()
