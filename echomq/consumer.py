@@ -349,13 +349,18 @@ class Consumer:
     def _drain_settled(self, claimed: int) -> bool:
         """Draining, and a claim came back short: let the jobs in hand
         finish, send their acks and promote what fell due meanwhile. Done
-        when that claim found nothing, nothing is in hand and nothing was
-        promoted."""
+        when that claim found nothing (a sharded queue's claim looks only
+        at shards not known to be empty, so every shard is asked instead),
+        nothing is in hand and nothing was promoted."""
         with self._cond:
             while len(self._in_hand) > len(self._acks) and not self._stopping.is_set():
                 self._cond.wait(self.beat_ms / 1000)
         self._cycle(claim=False)
         promoted = self.queue.promote()
+        if self._parking is not None:
+            busy = self.queue.ready_shards()
+            self.queue.mark_hot(busy)
+            claimed = len(busy)
         with self._cond:
             idle = not self._in_hand
         return claimed == 0 and idle and not promoted

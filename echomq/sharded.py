@@ -635,6 +635,11 @@ class ShardedQueue:
         check_int(limit, "limit", 1, MAX_BATCH)
         return sum(shard.fire_schedules(limit=limit) for shard in self.shards)
 
+    def ready_shards(self) -> list[int]:
+        """The shards with a job ready to claim now (one read-only round trip);
+        a draining consumer asks before it decides the queue is drained."""
+        return self._probe(list(range(len(self.shards))))
+
     def rate_shares(self, jobs: int, per_ms: int) -> list[tuple[int, int]]:
         """Each shard's (jobs, per_ms) under a queue-wide limit of ``jobs``
         per ``per_ms``: the limit is split evenly, since a claim runs on one
