@@ -132,3 +132,19 @@ def test_counts_reach_valkey_within_a_second_or_so_without_a_scrape(valkey):
     want = {b"submitted": b"3", b"refused:closed": b"1"}
     wait_for(lambda: valkey.hgetall(game_metrics.KEY) == want, timeout=5 * game_metrics.FLUSH_EVERY_S,
              what=f"the flusher to write {want}")
+
+
+def test_a_rate_limit_shows_its_limit_and_window(client, valkey, token):
+    q = Queue(Q, valkey)
+    q.set_rate_limit(3, 60_000)
+    q.enqueue_many([b"x"] * 5)
+    assert len(q.claim_batch(5)) == 3
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert value(found, "echomq_queue_rate_limit_jobs", queue=Q) == 3
+    assert value(found, "echomq_queue_rate_limit_window_seconds", queue=Q) == 60
+    assert value(found, "echomq_queue_rate_window_claimed", queue=Q) == 3
+    assert 50 < value(found, "echomq_queue_rate_window_remaining_seconds", queue=Q) <= 60
+    assert ours(found) <= documented()
+    q.set_rate_limit(None)
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert ("echomq_queue_rate_limit_jobs", (("queue", Q),)) not in found
