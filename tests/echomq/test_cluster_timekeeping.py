@@ -18,12 +18,8 @@ def rc(valkey_cluster):
     client.close()
 
 
-def server_ms(q) -> int:
-    return q.server_time_ms()
-
-
 def make_due(q, client, name):
-    cursor = (server_ms(q) // 1000 - 3) * 1000
+    cursor = (q.server_time_ms() // 1000 - 3) * 1000
     client.hset(f"{q.prefix}sched:{name}", "next", cursor)
     client.zadd(f"{q.prefix}schedules", {name: cursor})
     return cursor

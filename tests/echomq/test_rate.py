@@ -13,7 +13,7 @@ import pytest
 from echomq import ArgumentError, Consumer, Queue, ids
 from echomq.scripts import BUNDLE
 
-from .helpers import snapshot
+from .helpers import server_ms, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,11 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def q(any_server):
     return Queue("t", any_server)
-
-
-def server_ms(client) -> int:
-    s, us = client.time()
-    return s * 1000 + us // 1000
 
 
 def raw_claim(q, n):

@@ -17,7 +17,7 @@ from echomq import ArgumentError, InvalidName, Queue, Reaper, ids
 from echomq.schedules import Cron, Every, grid, plan, tick_job_id
 from echomq.scripts import BUNDLE
 
-from .helpers import snapshot
+from .helpers import server_ms, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,11 +29,6 @@ def q(any_server):
 
 def ms(text: str) -> int:
     return int(datetime.fromisoformat(text).timestamp() * 1000)
-
-
-def server_ms(client) -> int:
-    s, us = client.time()
-    return s * 1000 + us // 1000
 
 
 # -- the grid and the plan (no server) -----------------------------------------

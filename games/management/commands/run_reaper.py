@@ -4,7 +4,8 @@ unsent guesses, and ask to settle rounds that are due."""
 import time
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from echomq import Reaper
@@ -60,7 +61,11 @@ class Command(BaseCommand):
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
-        for queue, name, status in install():  # ECHOMQ["SCHEDULES"]; this reaper fires them
+        try:
+            installed = install()  # ECHOMQ["SCHEDULES"]; this reaper fires them
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        for queue, name, status in installed:
             if status != "unchanged":
                 self.stdout.write(f"reaper: schedule {queue}/{name} {status}")
         names = [guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE]
