@@ -260,6 +260,7 @@ def test_two_reaper_processes_racing_over_a_restart_enqueue_each_tick_once(valke
     the last ran exactly once."""
     q = Queue("race", r)
     q.schedule("beat", every_ms=50, catch_up=1000)
+    first, seq = q.schedules()[0]["cursor"], q.schedules()[0]["seq"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def reaper():
@@ -288,17 +289,16 @@ def test_two_reaper_processes_racing_over_a_restart_enqueue_each_tick_once(valke
             p.terminate()
         for p in procs:
             p.wait(10)
-    fired = int(r.get("fired"))
+    # The SIGKILLed reaper may have fired a pass it never counted: the
+    # schedule's own record says which ticks were fired.
+    last = q.schedules()[0]["last_ms"]
+    grid_ids = {tick_job_id(seq, t) for t in range(first, last + 1, 50)}
     deadline = time.monotonic() + 20
-    while int(r.get("effects") or 0) < fired and time.monotonic() < deadline:
+    while int(r.get("effects") or 0) < len(grid_ids) and time.monotonic() < deadline:
         time.sleep(0.01)
     consumer.terminate()
     consumer.wait(10)
     runs = [j.decode() for j in r.lrange("runs", 0, -1)]
-    assert len(runs) == len(set(runs)) == fired == int(r.get("effects"))
-    seq = q.schedules()[0]["seq"]
-    ticks = sorted(ids.parse(j)[1] >> 22 for j in runs)
-    first, last = ticks[0] + ids.EPOCH_MS, ticks[-1] + ids.EPOCH_MS
-    grid_ids = {tick_job_id(seq, t) for t in range(first, last + 1, 50)}
-    assert set(runs) == grid_ids  # no tick missed, none twice, nothing off the grid
-    assert q.schedules()[0]["last_ms"] == last
+    assert len(runs) == len(set(runs)) == int(r.get("effects"))  # none twice
+    assert set(runs) == grid_ids  # every tick from the first to the last, nothing off the grid
+    assert len(grid_ids) >= 30
