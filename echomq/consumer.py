@@ -280,7 +280,7 @@ class Consumer:
         then return the stats: like rq's burst mode and Oban's
         ``drain_queue``. It never parks; jobs scheduled for later stay
         scheduled, and under a rate limit it waits for the windows. For a
-        project's tests (see docs/echomq.md, "Testing your handlers")."""
+        project's tests (docs/echomq.md, "Drain: testing your handlers")."""
         self._draining = True
         try:
             self.run()
