@@ -89,6 +89,19 @@ def test_manage_py_schedules_lists_them_with_the_next_run(valkey, schedules):
     assert "paused" in out.getvalue()
 
 
+def test_manage_py_schedules_removes_one(valkey):
+    q = get_queue("default")
+    q.schedule("old", every_ms=60_000)
+    out = io.StringIO()
+    call_command("schedules", "--remove", "old", "--queue", "default", stdout=out)
+    assert "default/old: removed" in out.getvalue() and q.schedules() == []
+    for args, message in ((["--remove", "old", "--queue", "default"], "no schedule 'old'"),
+                          (["--remove", "old"], "exactly one --queue"),
+                          (["--remove", "bad name", "--queue", "default"], "ill-formed")):
+        with pytest.raises(CommandError, match=message):
+            call_command("schedules", *args, stdout=io.StringIO())
+
+
 def test_run_tasks_burst_runs_every_ready_task_and_exits(valkey, settings):
     results = [jobs.add.enqueue(i, i) for i in range(5)] + [jobs.fails_then_works.enqueue("burst")]
     later = jobs.add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(0, 0)

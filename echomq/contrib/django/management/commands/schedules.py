@@ -3,6 +3,8 @@
 The queues are the dashboard's (``ECHOMQ["QUEUES"]`` and those found in
 Valkey) plus those of ``ECHOMQ["SCHEDULES"]``. ``--install`` first creates
 the declared schedules (as ``run_tasks`` and ``run_reaper`` do at startup).
+Removing an entry from the settings does not remove its schedule (the
+workers only create and update): ``--remove NAME --queue QUEUE`` does.
 """
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
@@ -26,8 +28,20 @@ class Command(BaseCommand):
                             help="only this queue (repeatable)")
         parser.add_argument("--install", action="store_true",
                             help="create or update the schedules of ECHOMQ['SCHEDULES'] first")
+        parser.add_argument("--remove", metavar="NAME",
+                            help="remove schedule NAME of the one --queue (jobs it enqueued stay)")
 
     def handle(self, *args, **o):
+        if o["remove"]:
+            if len(o["queues"] or ()) != 1:
+                raise CommandError("--remove needs exactly one --queue")
+            try:
+                removed = get_queue(o["queues"][0]).unschedule(o["remove"])
+            except InvalidName as exc:
+                raise CommandError(str(exc)) from None
+            if not removed:
+                raise CommandError(f"queue {o['queues'][0]} has no schedule {o['remove']!r}")
+            self.stdout.write(f"{o['queues'][0]}/{o['remove']}: removed")
         try:
             if o["install"]:
                 for queue, name, status in install():
