@@ -162,3 +162,24 @@ def test_the_limit_holds_across_two_consumer_processes(valkey_server, r):
     assert len({rec["consumer"] for rec in records}) == 2
     calls = r.info("commandstats")["cmdstat_evalsha"]["calls"]
     assert calls < 200, calls  # about 110 measured; a consumer that spun would send thousands
+
+
+def test_the_rate_script_writes_exactly_the_limit(q, any_server):
+    """rate.lua's exact state: the queue's limit in meta (and wake tokens for
+    parked consumers); a lane's in its meta, counted in lane_rates; clearing
+    leaves nothing of either behind."""
+    q.set_rate_limit(3, 1000)
+    state = snapshot(any_server, q)
+    assert state == {q.k_meta: ("hash", {b"rate_jobs": b"3", b"rate_ms": b"1000"}),
+                     q.k_wake: ("list", [b"1"] * 32)}
+    lane = ids.mint("PLR")
+    q.lanes.set_rate(lane, 2, 500)
+    state = snapshot(any_server, q)
+    assert state[f"{q.prefix}g:{lane}:meta"] == ("hash", {b"rate_jobs": b"2", b"rate_ms": b"500"})
+    assert state[q.k_lanes] == ("set", [lane.encode()])
+    assert state[q.k_meta] == ("hash", {b"rate_jobs": b"3", b"rate_ms": b"1000", b"lane_rates": b"1"})
+    q.lanes.set_rate(lane, 4, 500)  # changing a lane's limit does not count it twice
+    assert any_server.hget(q.k_meta, "lane_rates") == b"1"
+    q.set_rate_limit(None)
+    q.lanes.set_rate(lane, None)
+    assert set(snapshot(any_server, q)) == {q.k_wake}
