@@ -57,7 +57,7 @@ import threading
 import time
 import traceback
 
-from . import ids, keyspace
+from . import ids
 from .errors import ArgumentError, Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
 from .job import Job
 from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
@@ -214,10 +214,10 @@ class Consumer:
         self.observer = observer or Observer()
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
-        self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
-        # A sharded queue brings its own way to park (one blocked call per
-        # shard, see sharded.py); a plain queue BLPOPs wake list + doorbell.
-        self._parking = queue.parking() if hasattr(queue, "parking") else None
+        # Where the fetcher waits when nothing is ready: a plain queue BLPOPs
+        # its wake list and this consumer's doorbell; a sharded queue parks
+        # one blocked call per shard (echomq.parking, echomq.sharded.parking).
+        self._parking = queue.parking(self.id)
 
         self.capacity = concurrency * self.batch + self.prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
@@ -357,8 +357,9 @@ class Consumer:
                 self._cond.wait(self.beat_ms / 1000)
         self._cycle(claim=False)
         promoted = self.queue.promote()
-        if self._parking is not None:
-            busy = self.queue.ready_shards()
+        ready_shards = getattr(self.queue, "ready_shards", None)
+        if ready_shards is not None:  # a sharded queue
+            busy = ready_shards()
             self.queue.mark_hot(busy)
             claimed = len(busy)
         with self._cond:
@@ -536,11 +537,9 @@ class Consumer:
             self._parked = True
         try:
             with translated():
-                if self._parking is not None:
-                    # the shards woken (all of them after a timeout: then a window is just a short wait)
-                    return bool(self._parking.wait(beat))
-                got = self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=beat)
-                return got is not None and got[0] in (self.queue.k_wake, self.queue.k_wake.encode())
+                # a sharded queue answers the shards woken (all of them after
+                # a timeout: then a window is just a short wait)
+                return bool(self._parking.wait(beat))
         finally:
             with self._cond:
                 self._parked = False
@@ -607,7 +606,7 @@ class Consumer:
         sharded queue's doorbell is local and cheap, so it is rung instead;
         so is the plain doorbell when Valkey is unreachable (the acks are put
         back, and the fetcher, which is failing too, sends them later)."""
-        if self._parking is None:
+        if not self._parking.rings_locally:
             try:
                 self._cycle(claim=False)
                 return
@@ -617,14 +616,8 @@ class Consumer:
 
     def _ring(self) -> None:
         """Wake the parked fetcher: a sharded queue's local doorbell, else
-        this consumer's doorbell list in Valkey."""
-        if self._parking is not None:
-            self._parking.ring()
-            return
-        try:
-            self.queue.client.lpush(self.doorbell, "1")
-        except Exception:  # redis-py's own errors (not mapped on this bare call)
-            pass  # the fetcher wakes at the next beat anyway
+        this consumer's doorbell list in Valkey (it never raises)."""
+        self._parking.ring()
 
     def _delay(self, job: Job, asked=None) -> int:
         """The retry delay: the handler's ``Retry.delay_ms`` when it is a valid

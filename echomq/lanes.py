@@ -8,7 +8,11 @@ delays another lane's single job by at most one claim.
 from __future__ import annotations
 
 from . import keyspace
-from .queue import _mapped, rate_args, rate_view
+from .checks import MAX_COUNT, check_int
+from .errors import translated
+from .rates import rate_args, rate_view
+
+_mapped = translated()  # a view decorated with it raises typed errors
 
 
 class Lanes:
@@ -28,8 +32,6 @@ class Lanes:
 
     def limit(self, lane: str, max_active: int | None) -> None:
         """Serve at most ``max_active`` jobs of the lane at once (None: no limit)."""
-        from .queue import MAX_COUNT, check_int
-
         if max_active is not None:
             check_int(max_active, "lane limit", 0, MAX_COUNT)
         self._op(lane, "limit", max_active or 0)

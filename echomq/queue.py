@@ -10,62 +10,36 @@ Every call the queue sends maps redis-py's errors to typed ones
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from . import ids, keyspace
 from . import schedules as _schedules
-from .checks import check_int
-from .errors import ArgumentError, EchoMQError, StaleToken, translated
+from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN, check_claim, check_int, check_items,
+                     check_pairs, enqueue_items)  # the limits and checks are also importable from here
+from .checks import check_token as _token
+from .errors import ArgumentError, Cancelled, EchoMQError, StaleToken, translated
+from .rates import rate_args, rate_view
+from .scripts import LIMITS
 from .job import Job
-from .scripts import BUNDLE, LIMITS, Batch
+from .lanes import Lanes
+from .parking import Parking
+from .scripts import BUNDLE, Batch
 
 DEFAULT_LEASE_MS = 30_000
-MAX_MS, MAX_COUNT, MAX_BATCH = LIMITS["MAX_MS"], LIMITS["MAX_COUNT"], LIMITS["MAX_BATCH"]
-MAX_TOKEN, MAX_TEXT = LIMITS["MAX_TOKEN"], LIMITS["MAX_TEXT"]
 MAX_PRIORITY, MAX_UNIQUE = LIMITS["MAX_PRIORITY"], LIMITS["MAX_UNIQUE"]
 UNIQUE_KEY = re.compile(r"[A-Za-z0-9._:@/+=-]{1,%d}" % MAX_UNIQUE)
 STATES = ("pending", "active", "scheduled", "dead", "completed")
 
-
-def _token(attempts) -> int:
-    return check_int(attempts, "attempts (the token)", 1, MAX_TOKEN)
-
-
 MAX_MINUTES = 7 * 24 * 60  # per_minute looks back at most a week
-
-
-def check_items(items, what: str):
-    """An iterable of items (not one str, bytes or mapping, whose iteration
-    would hand over characters or keys one by one)."""
-    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)):
-        raise ArgumentError(f"{what} takes an iterable of items, not one {type(items).__name__}")
-    return items
-
-
-def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
-    """(job id, attempts) pairs, each checked before anything is sent."""
-    out = []
-    for item in check_items(pairs, what):
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ArgumentError(f"{what} takes (job_id, attempts) pairs, got {str(item)[:80]!r}")
-        out.append((keyspace.check_job_id(item[0]), _token(item[1])))
-    return out
 
 
 def _text(b) -> str | None:
     return b.decode() if isinstance(b, bytes) else b
 
 
-def _mapped(method):
-    """Run a view with redis-py's errors mapped to typed ones."""
-    @functools.wraps(method)
-    def inner(*args, **kwargs):
-        with translated():
-            return method(*args, **kwargs)
-    return inner
+_mapped = translated()  # a view decorated with it raises typed errors
 
 
 class Reaped(int):
@@ -75,26 +49,6 @@ class Reaped(int):
         self = super().__new__(cls, returned + dead)
         self.returned, self.dead = returned, dead
         return self
-
-
-def rate_args(jobs, per_ms) -> tuple[int, int]:
-    """(jobs, per_ms) for the rate script: (0, 0) clears; ArgumentError otherwise."""
-    if jobs is None:
-        if per_ms is not None:
-            raise ArgumentError("per_ms without jobs: give both, or jobs=None to clear the limit")
-        return 0, 0
-    return check_int(jobs, "jobs", 1, MAX_COUNT), check_int(per_ms, "per_ms", 1, MAX_MS)
-
-
-def rate_view(fields, now_ms: int) -> dict | None:
-    """A limit and its window from the fields rate_jobs, rate_ms, rate_start, rate_count."""
-    jobs, per, start, used = fields
-    if jobs is None:
-        return None
-    per, start = int(per), int(start or 0)
-    is_open = bool(start) and now_ms < start + per
-    return {"jobs": int(jobs), "per_ms": per, "claimed": int(used or 0) if is_open else 0,
-            "window_ms_left": start + per - now_ms if is_open else 0}
 
 
 class ClaimedJobs(list):
@@ -184,26 +138,31 @@ class Queue:
                                                 unique_ttl_ms)
         return self.enqueued(job_id, self._run("enqueue", keys, args))
 
+    def add_enqueue(self, batch: Batch, payload, *, job_id: str | None = None, lane: str | None = None,
+                    delay_ms: int | None = None, priority: int | None = None, unique_key: str | None = None,
+                    unique_ttl_ms: int | None = None) -> str:
+        """Add one enqueue to ``batch`` (checked now); answers the job id."""
+        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms, priority, unique_key,
+                                                unique_ttl_ms)
+        batch.add("enqueue", keys, args)
+        return job_id
+
+    @classmethod
+    def parse_enqueue(cls, reply) -> str:
+        """An enqueue's reply as :meth:`enqueue` answers it: "enqueued", "scheduled" or "duplicate"
+        (a unique key's holder answers its id: see :meth:`enqueued`)."""
+        return "duplicate" if isinstance(reply, bytes) else cls._STATUS[reply]
+
     def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
         """Admit many jobs in one pipelined round trip. Each item is a payload
         or a mapping with ``payload`` and optional ``job_id``, ``lane``,
         ``delay_ms``, ``priority``, ``unique_key``, ``unique_ttl_ms``. Every
         item is validated before anything is sent."""
-        calls = []
-        for item in check_items(items, "enqueue_many"):
-            if isinstance(item, Mapping):
-                if "payload" not in item:
-                    raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
-                calls.append(self._enqueue_call(item["payload"], item.get("job_id"), item.get("lane"),
-                                                item.get("delay_ms"), item.get("priority"),
-                                                item.get("unique_key"), item.get("unique_ttl_ms")))
-            else:
-                calls.append(self._enqueue_call(item, None, None, None))
         batch = Batch(self.client)
-        for _, keys, args in calls:
-            batch.add("enqueue", keys, args)
+        job_ids = [self.add_enqueue(batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
+                   for payload, job_id, lane, delay_ms, options in enqueue_items(items)]
         out = []
-        for (job_id, _, _), reply in zip(calls, batch.run()):
+        for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):
                 raise reply
             out.append(self.enqueued(job_id, reply))
@@ -211,14 +170,9 @@ class Queue:
 
     # -- the lease --------------------------------------------------------
     def _claim_call(self, n: int, lease_ms: int, consumer: str | None = None):
-        check_int(lease_ms, "lease_ms", 1, MAX_MS)
-        check_int(n, "n", 1, MAX_BATCH)
-        if consumer is not None:
-            consumer = keyspace._text(consumer, "consumer")
-            if not ids.is_valid(consumer):
-                raise ArgumentError(f"consumer must be a branded id, got {consumer!r}")
+        consumer = check_claim(n, lease_ms, consumer)
         return ((self.k_pending, self.k_active, self.k_ring, self.k_meta),
-                (self.prefix, lease_ms, n, consumer or ""))
+                (self.prefix, lease_ms, n, consumer))
 
     def parse_claim(self, reply) -> ClaimedJobs:
         """The jobs in a claim reply (from a Batch with :meth:`add_claim`),
@@ -287,8 +241,6 @@ class Queue:
     def batch_answers(reply) -> list:
         """complete_batch's codes as complete_many answers them: True
         (completed), False (gone), or a StaleToken / Cancelled instance."""
-        from .errors import Cancelled
-
         return [True if code == 1 else False if code == 0
                 else Cancelled("EMQCANCELLED the job was cancelled") if code == -2
                 else StaleToken("EMQSTALE token does not hold the job")
@@ -320,6 +272,10 @@ class Queue:
     def _extend_args(self, job_id, attempts, lease_ms):
         return self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), lease_ms)
 
+    def add_extend(self, batch: Batch, job_id: str, attempts: int, *, lease_ms: int) -> None:
+        check_int(lease_ms, "lease_ms", 1, MAX_MS)
+        batch.add("extend", *self._extend_args(job_id, attempts, lease_ms))
+
     def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
         """Heartbeat: the new lease deadline (server ms), 0 if the row is gone.
         Raises Cancelled when the job was cancelled (it is dropped now)."""
@@ -349,24 +305,41 @@ class Queue:
         return _text(self._run("cancel", keys, (self.prefix, job_id)))
 
     # -- maintenance ------------------------------------------------------
+    def _reap_call(self, max_stalls: int, limit: int):
+        check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
+        check_int(limit, "limit", 1, MAX_BATCH)
+        return (self.k_active, self.k_dead), (self.prefix, max_stalls, limit)
+
     def reap(self, *, max_stalls: int = 2, limit: int = 1000) -> Reaped:
         """Return expired leases to their ready sets; dead-letter jobs that
         stalled more than ``max_stalls`` times. One bounded pass."""
-        check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
+        return Reaped(*self._run("reap", *self._reap_call(max_stalls, limit)))
+
+    def add_reap(self, batch: Batch, *, max_stalls: int = 2, limit: int = 1000) -> None:
+        """Add one reap pass to ``batch``; its reply is ``[returned, dead]`` (see :class:`Reaped`)."""
+        batch.add("reap", *self._reap_call(max_stalls, limit))
+
+    def _promote_call(self, limit: int):
         check_int(limit, "limit", 1, MAX_BATCH)
-        returned, dead = self._run("reap", (self.k_active, self.k_dead), (self.prefix, max_stalls, limit))
-        return Reaped(returned, dead)
+        return (self.k_schedule,), (self.prefix, limit)
 
     def promote(self, *, limit: int = 1000) -> int:
         """Move due scheduled jobs to their ready sets. One bounded pass."""
-        check_int(limit, "limit", 1, MAX_BATCH)
-        return self._run("promote", (self.k_schedule,), (self.prefix, limit))
+        return self._run("promote", *self._promote_call(limit))
+
+    def add_promote(self, batch: Batch, *, limit: int = 1000) -> None:
+        """Add one promote pass to ``batch``; its reply is the number moved."""
+        batch.add("promote", *self._promote_call(limit))
 
     def pause(self) -> None:
         self._run("pause", (self.k_meta,), (self.prefix, "1"))
 
     def resume(self) -> None:
         self._run("pause", (self.k_meta,), (self.prefix, "0"))
+
+    def add_pause(self, batch: Batch, paused: bool = True) -> None:
+        """Add a pause (or, with ``paused=False``, a resume) to ``batch``."""
+        batch.add("pause", (self.k_meta,), (self.prefix, "1" if paused else "0"))
 
     def requeue_dead(self, job_id: str) -> None:
         """Give a dead job a fresh set of attempts (JobNotFound, WrongState)."""
@@ -379,9 +352,7 @@ class Queue:
         return None if reply == self._GONE else _text(reply)
 
     @property
-    def lanes(self):
-        from .lanes import Lanes
-
+    def lanes(self) -> Lanes:
         return Lanes(self)
 
     # -- rate limits (lua/rate.lua; enforced in claim, lua/include/rate.lua) ----
@@ -437,11 +408,20 @@ class Queue:
     _COUNT_FIELDS = ("pending", "active", "scheduled", "dead", "completed", "dead_total",
                      "lanes", "ring", "paused", "cancelled", "retained")
 
+    def _counts_keys(self) -> tuple:
+        return (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta, self.k_lanes, self.k_ring)
+
     def counts(self) -> dict:
-        keys = (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta,
-                self.k_lanes, self.k_ring)
-        reply = self._run("counts", keys, (self.prefix,))
-        out = dict(zip(self._COUNT_FIELDS, (int(v) for v in reply)))
+        return self.parse_counts(self._run("counts", self._counts_keys(), (self.prefix,)))
+
+    def add_counts(self, batch: Batch) -> None:
+        """Add one ``counts`` call to ``batch`` (read with :meth:`parse_counts`)."""
+        batch.add("counts", self._counts_keys(), (self.prefix,))
+
+    @classmethod
+    def parse_counts(cls, reply) -> dict:
+        """A ``counts`` reply as :meth:`counts` answers it."""
+        out = dict(zip(cls._COUNT_FIELDS, (int(v) for v in reply)))
         out["paused"] = bool(out["paused"])
         return out
 
@@ -597,6 +577,11 @@ class Queue:
     def wait_for_work(self, timeout_s: float) -> bool:
         """Park on the wake list (BLPOP) for up to ``timeout_s``; True if woken."""
         return self.client.blpop([self.k_wake], timeout=timeout_s) is not None
+
+    def parking(self, consumer: str) -> Parking:
+        """Where ``consumer`` (its branded id) waits for work: the wake list
+        and a doorbell of its own (see :mod:`echomq.parking`)."""
+        return Parking(self, consumer)
 
 
 __all__ = ["Queue", "Job", "Reaped", "EchoMQError", "DEFAULT_LEASE_MS"]

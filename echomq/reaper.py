@@ -18,14 +18,15 @@ import logging
 import signal
 import threading
 
+from .checks import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
+from .errors import Unavailable
+
 log = logging.getLogger("echomq.reaper")
 
 
 class Reaper:
     def __init__(self, queues, *, interval_ms: int = 500, max_stalls: int = 2, limit: int = 1000,
                  tasks=()):
-        from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
-
         check_int(interval_ms, "interval_ms", 1, MAX_MS)  # refused now, not on every pass later
         check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
         check_int(limit, "limit", 1, MAX_BATCH)
@@ -66,8 +67,6 @@ class Reaper:
         restore = self._install_signals()
         log.info("reaper started: queues=%s interval_ms=%d max_stalls=%d",
                  ",".join(q.name for q in self.queues), self.interval_ms, self.max_stalls)
-        from .errors import Unavailable
-
         try:
             while not self._stop.is_set():
                 try:

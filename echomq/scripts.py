@@ -7,7 +7,14 @@ server) loads the script and tries again, which is safe because a script that
 was not found did not run. Errors come back typed (``errors.translate``).
 
 The argument limits are named once, in ``lua/include/args.lua``,
-``keep.lua``, ``priority.lua``, ``unique.lua`` and ``sched.lua``; :data:`LIMITS` reads them from there for the Python checks.
+``keep.lua``, ``priority.lua``, ``unique.lua`` and ``sched.lua``;
+:data:`LIMITS` reads them from there for the Python checks.
+
+Another package keeps its own scripts in a directory of its own and loads
+them with :func:`load_from` (same ``@include`` handling, from that
+directory's ``include/``, and the same NOSCRIPT retry); they are not part of
+the bundle. Every script file is read here, so where the files live is
+decided in one place.
 """
 from __future__ import annotations
 
@@ -23,14 +30,14 @@ LUA_DIR = Path(__file__).resolve().parent.parent / "lua"
 _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.M)
 
 
-def _assemble(text: str, seen: set[str]) -> str:
+def _assemble(text: str, seen: set[str], directory) -> str:
     def inline(m: re.Match) -> str:
         name = m.group(1)
         if name in seen:
             return f"-- (include {name}: already above)"
         seen.add(name)
-        body = (LUA_DIR / "include" / f"{name}.lua").read_text()
-        return f"-- >>> include {name}\n{_assemble(body, seen)}\n-- <<< include {name}"
+        body = (directory / "include" / f"{name}.lua").read_text()
+        return f"-- >>> include {name}\n{_assemble(body, seen, directory)}\n-- <<< include {name}"
 
     return _INCLUDE.sub(inline, text)
 
@@ -58,8 +65,18 @@ class Script:
         return f"<Script {self.name} {self.sha[:10]}>"
 
 
+def load_from(directory, name: str) -> Script:
+    """The script ``<directory>/<name>.lua`` with its ``--- @include "x"``
+    lines filled in from ``<directory>/include/x.lua`` (each once).
+    ``directory`` is a ``pathlib.Path`` (or anything with ``/`` and
+    ``read_text()``). Calling the Script sends EVALSHA and loads it after a
+    NOSCRIPT reply, as for the bundle's own."""
+    return Script(name, _assemble((directory / f"{name}.lua").read_text(), set(), directory))
+
+
 def load(name: str) -> Script:
-    return Script(name, _assemble((LUA_DIR / f"{name}.lua").read_text(), set()))
+    """An EchoMQ script from ``lua/`` (the bundle's, or one a contrib module calls itself)."""
+    return load_from(LUA_DIR, name)
 
 
 NAMES = (

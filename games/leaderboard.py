@@ -56,44 +56,6 @@ def split(score: float) -> tuple[int, int]:
     return total, SCALE - 1 - rest
 
 
-def record(round_id: str, player_id: str, guess_id: str, total: int, client=None) -> None:
-    """Apply one scored guess (idempotent, order-independent), and count it
-    in the round's recent activity (``games.live``) in the same round trip."""
-    from . import live
-
-    client = client or get_client()
-    pipe = client.pipeline(transaction=False)
-    pipe.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
-    live.record_activity(pipe, round_id, guess_id, player_id=player_id)
-    pipe.execute()
-
-
-def record_many(scored, client=None, *, counters: dict[str, int] | None = None, stats_key: str = "") -> None:
-    """Apply many scored guesses ``(round_id, player_id, guess_id, total)``
-    in one pipeline: one ``ZADD GT`` per round with each player's best of
-    the batch, and the ``counters`` as ``HINCRBY``s on ``stats_key`` in the
-    same round trip, with the rounds' recent activity (``games.live``)."""
-    from . import live
-
-    client = client or get_client()
-    scored = list(scored)
-    best: dict[str, dict[str, int]] = {}
-    for round_id, player_id, guess_id, total in scored:
-        score = composite(total, offset_ms(guess_id, round_id))
-        members = best.setdefault(round_id, {})
-        if score > members.get(player_id, -1):
-            members[player_id] = score
-    pipe = client.pipeline(transaction=False)
-    for round_id, members in best.items():
-        pipe.zadd(key(round_id), members, gt=True)
-    live.record_activity_many(pipe, [(r, p, g) for r, p, g, _ in scored])
-    for field, n in (counters or {}).items():
-        if n:
-            pipe.hincrby(stats_key, field, n)
-    if len(pipe):
-        pipe.execute()
-
-
 @dataclass(frozen=True)
 class Standing:
     rank: int

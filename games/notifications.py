@@ -1,53 +1,24 @@
-"""In-app notifications, created by the ``games.tasks.notify`` task.
+"""In-app notifications: what one says, and its creation, once.
 
-After a round closes, settlement asks for one task per participant,
-enqueued with ``transaction.on_commit`` (so a rolled-back settlement asks
-for nothing) on the ``cm.tasks`` queue, each on its player's lane. A
-redelivered settle job asks again; the ``Notification`` unique constraint
-on (player, round, kind) makes delivery idempotent, so the extra tasks
-change nothing. Arguments carry ids only.
+A closed round's participants are notified by the ``games.tasks.notify``
+task (``tasks.notify_round`` asks for one per participant); the
+``Notification`` unique constraint on (player, round, kind) makes
+:func:`deliver` idempotent, so a repeated task changes nothing.
 """
 from __future__ import annotations
 
-import logging
-from functools import partial
-
 from django.db import IntegrityError, transaction
 
-from .models import Guess, LedgerEntry, Notification, Player, Round, RoundEntry
-
-log = logging.getLogger("games.notifications")
+from .models import LedgerEntry, Notification, Player, Round, RoundEntry
 
 
-def _kind_for(rnd: Round) -> str | None:
+def kind_for(rnd: Round) -> str | None:
+    """The notification a closed round gives its players (None while it is not closed)."""
     if rnd.status == Round.Status.SETTLED:
         return Notification.Kind.SETTLED
     if rnd.status == Round.Status.VOIDED:
         return Notification.Kind.VOIDED
     return None
-
-
-def enqueue_for_round(round_id: str) -> int:
-    """Ask (on commit) for a notification to every participant of a closed
-    round; answers how many were asked for. Never raises: a lost request is
-    re-made by the next settle delivery."""
-    rnd = Round.objects.filter(pk=round_id).first()
-    kind = rnd and _kind_for(rnd)
-    if not kind:
-        return 0
-    players = sorted(set(Guess.objects.filter(round_id=round_id).values_list("player_id", flat=True)))
-    for player_id in players:
-        transaction.on_commit(partial(_send, player_id, round_id, str(kind)))
-    return len(players)
-
-
-def _send(player_id: str, round_id: str, kind: str) -> None:
-    from .tasks import notify
-
-    try:
-        notify.enqueue(player_id, round_id, kind)
-    except Exception as exc:
-        log.warning("notification for %s in %s not sent (%s: %s)", player_id, round_id, type(exc).__name__, exc)
 
 
 def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:

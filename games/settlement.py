@@ -33,7 +33,7 @@ from django.utils import timezone
 from echomq import ids
 from echomq.contrib.django import get_queue
 
-from . import leaderboard, live, notifications, payouts, rounds, wallet
+from . import leaderboard, live, payouts, rounds, tasks, wallet
 from .models import Currency, Guess, LedgerEntry, Round
 from .scoring import score_locked
 
@@ -94,7 +94,7 @@ def _record_scores(rnd_id: str, scored: list[Guess]) -> None:
     """Leaderboard effects of guesses settlement scored itself."""
     for g in scored:
         try:
-            leaderboard.record(rnd_id, g.player_id, g.id, g.total)
+            live.record(rnd_id, g.player_id, g.id, g.total)
         except Exception as exc:
             log.warning("leaderboard update for %s failed (%s); rebuild_leaderboards will fix it", g.id, exc)
 
@@ -122,7 +122,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
                 rnd.status = Round.Status.REVEALING  # committed before the reveal
                 rnd.save(update_fields=["status"])
     if done is not None and done.action == "already":
-        notifications.enqueue_for_round(round_id)
+        tasks.notify_round(round_id)
         return done
     _record_scores(round_id, stragglers)
     if done is None:  # blind: reveal, check the commitment, pay
@@ -135,7 +135,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
                 done = _void(rnd, "commitment mismatch")
             else:
                 done = _pay(rnd)
-    notifications.enqueue_for_round(round_id)
+    tasks.notify_round(round_id)
     live.touch(round_id)  # open pages poll in full and show the result
     if done.action != "already":
         log.info("round %s %s: payouts %s, house keeps %s", round_id, done.action,
@@ -184,7 +184,7 @@ def void_round(round_id: str, reason: str = "voided by an operator") -> Outcome:
         if rnd.status not in CLOSEABLE:
             return Outcome(round_id, "already")
         done = _void(rnd, reason)
-    notifications.enqueue_for_round(round_id)
+    tasks.notify_round(round_id)
     live.touch(round_id)
     log.info("round %s voided (%s): %s guess charge(s) refunded", round_id, reason, rnd.result["refunded_guesses"])
     return done

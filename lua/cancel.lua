@@ -20,10 +20,7 @@ Errors: EMQNOJOB no such job; EMQSTATE a dead job (remove or requeue it);
 --- @include "stats"
 --- @include "unique"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 arg_key(2, P .. 'pending')
 arg_key(3, P .. 'schedule')
 

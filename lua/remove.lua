@@ -17,10 +17,7 @@ Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
 --- @include "replies"
 --- @include "unique"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 arg_key(2, P .. 'pending')
 arg_key(3, P .. 'active')
 arg_key(4, P .. 'schedule')

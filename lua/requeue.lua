@@ -17,10 +17,7 @@ Errors: EMQNOJOB no such job; EMQSTATE the job is not dead;
 --- @include "lanes"
 --- @include "ready"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 arg_key(2, P .. 'dead')
 
 local row = redis.call('HMGET', KEYS[1], 'state', 'attempts')

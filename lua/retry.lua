@@ -36,14 +36,8 @@ arg_text(ARGV[6], 'error')
 arg_key(3, P .. 'schedule')
 arg_key(4, P .. 'dead')
 
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return GONE end
-if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
-local now = now_ms()
-if verdict == 'cancelled' then
-  drop_cancelled(P, id, KEYS[1], now)
-  return cancelled_reply(id)
-end
+local done, now = fence_open(P, id)
+if done then return done end
 local row = redis.call('HMGET', KEYS[1], 'attempts', 'base', 'lane')
 local tries = tonumber(row[1]) - tonumber(row[2] or '0')
 redis.call('ZREM', KEYS[2], id)

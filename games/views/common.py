@@ -299,6 +299,12 @@ def round_and_my_guesses(round_id: str, player_id: str, fields: tuple[str, ...])
     return rnd, guesses_from_json(row[n], rnd, player_id)
 
 
+def open_rounds() -> list[Round]:
+    """Rounds taking guesses now, the soonest to end first (the lobby's, and the landing page's)."""
+    return list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=timezone.now())
+                .defer("secret", "nonce", "keyboard").order_by("ends_at"))
+
+
 def my_guesses_in(rnd: Round, player_id: str) -> list[Guess]:
     """My guesses in ``rnd``, newest first, in one statement."""
     row = _round_and_guesses_row(rnd.pk, player_id, ())

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from .. import engine, live, payouts, share, wallet
 from ..forms import STARTING_BALANCE
 from ..models import DEFAULT_BLIND_WEIGHTS, Guess, LedgerEntry, Player, Round, RoundEntry
-from .common import player_required
+from .common import open_rounds, player_required
 
 # The landing page's sample board: a made-up secret and two guesses, scored
 # by the real engine, so the example can never disagree with the game.
@@ -35,8 +35,6 @@ def _sample() -> list[dict]:
 
 def landing(request):
     """What the game is, in one screen, for someone who is not logged in."""
-    from .play import open_rounds
-
     rounds = open_rounds()[:8]
     playing = live.players_in([r.pk for r in rounds])
     return render(request, "games/landing.html", {

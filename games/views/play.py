@@ -33,9 +33,10 @@ from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as comp
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry
 from ..wallet import DIAMONDS_PER_KEY
-from .common import (MAX_GUESSES_SHOWN, amount, emoji_name, load_round_page, my_guesses_in, player_required,
-                     remember_player, round_and_my_guesses)
+from .common import (MAX_GUESSES_SHOWN, amount, emoji_name, load_round_page, my_guesses_in, open_rounds,
+                     player_required, remember_player, round_and_my_guesses)
 from .common import url as common_url
+from .pages import landing
 from ..ratelimit import limited
 
 log = logging.getLogger("games.views")
@@ -248,19 +249,11 @@ def _form_refused(request, rnd: Round, form: DraftForm):
     return render_round(request, rnd, slots=form.slots(), error=" ".join(problems), status=400)
 
 
-def open_rounds() -> list[Round]:
-    """Rounds taking guesses now, the soonest to end first."""
-    return list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=timezone.now())
-                .defer("secret", "nonce", "keyboard").order_by("ends_at"))
-
-
 @require_GET
 def lobby(request):
     """The front door: the landing page for a visitor, the lobby for a
     player."""
     if not request.user.is_authenticated:
-        from .pages import landing
-
         return landing(request)
     return _lobby(request)
 

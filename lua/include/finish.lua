@@ -2,6 +2,7 @@
 -- complete (one job, the contract's reply) and complete_batch (a consumer's
 -- acks). Answers one code per job: 1 completed, 0 gone, -1 stale (nothing
 -- changed), -2 cancelled (dropped, see cancel.lua), and how many completed.
+-- A job named twice is completed once: the second answer is 0 (gone by then).
 -- The active-set removals and row deletions go out as one ZREM and one DEL
 -- for all the jobs; each completed job leaves a record (keep.lua).
 --- @include "lanes"
@@ -11,12 +12,12 @@
 --- @include "unique"
 
 local function finish(P, ids, tokens, now)
-  local codes, gone_ids, rows, records = {}, {}, {}, {}
+  local codes, gone_ids, rows, records, seen = {}, {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local jk = P .. 'job:' .. id
     local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer',
       'unique')
-    if not row[1] then
+    if not row[1] or seen[id] then
       codes[i] = 0
     elseif row[1] ~= 'active' or row[2] ~= tokens[i] then
       codes[i] = -1
@@ -25,6 +26,7 @@ local function finish(P, ids, tokens, now)
       drop_cancelled(P, id, jk, now)
     else
       codes[i] = 1
+      seen[id] = true
       gone_ids[#gone_ids + 1] = id
       rows[#rows + 1] = jk
       if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from echomq import Queue, ids, keyspace
 from echomq.errors import InvalidName
+from echomq.sharded import ShardedQueue, shard_names
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,6 @@ def discover_queues(client, *, count: int = 1000) -> list[str]:
 
 def shard_queue_names(conf: dict) -> set[str]:
     """The shard queues of the configured sharded queues (listed under their queue)."""
-    from echomq.sharded import shard_names
-
     queues = conf.get("QUEUES") or {}
     out = set()
     if isinstance(queues, dict):
@@ -252,7 +251,7 @@ def schedule_rows(queue, now_ms: int) -> list[dict]:
 def shard_rows(queue) -> list[dict]:
     """A sharded queue's per-shard counts and the node serving each shard;
     empty for a plain queue."""
-    return queue.shard_counts() if hasattr(queue, "shard_counts") else []
+    return queue.shard_counts() if isinstance(queue, ShardedQueue) else []
 
 
 # Row fields shown first on the job page, in this order, with what they mean.

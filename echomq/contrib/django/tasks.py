@@ -60,9 +60,8 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
-from echomq import Queue, Retry, ids, keyspace
+from echomq import Queue, Retry, ids, keyspace, scripts
 from echomq.errors import InvalidName
-from echomq.scripts import Script
 
 from . import get_client
 
@@ -123,36 +122,10 @@ def json_exact(value, what: str) -> str:
     return text
 
 
-# The result record's transitions, each one script call in the queue's slot.
-# start: KEYS result, job row; ARGV token, worker, now, ttl_ms, then fields to
-# fill when missing (the record expired while the job waited).
-_START = Script("task_start", """
-if not tonumber(ARGV[1]) or not tonumber(ARGV[4]) or #ARGV % 2 ~= 0 then
-  return redis.error_reply('EMQARG task_start: token and ttl must be numbers, fields in pairs')
-end
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'SUCCESSFUL' then return {status, '0', {}} end
-for i = 5, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
-local workers = redis.call('HGET', KEYS[1], 'workers')
-if workers and workers ~= '' then workers = workers .. ',' .. ARGV[2] else workers = ARGV[2] end
-redis.call('HSETNX', KEYS[1], 'started_at', ARGV[3])
-redis.call('HSET', KEYS[1], 'status', 'RUNNING', 'attempt', ARGV[1], 'workers', workers,
-  'last_attempted_at', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {'RUNNING', redis.call('HGET', KEYS[2], 'base') or '0', redis.call('HGETALL', KEYS[1])}
-""")
-# finish: KEYS result; ARGV token, ttl_ms, then fields. Only the holder of the
-# latest start writes, and a SUCCESSFUL record is final.
-_FINISH = Script("task_finish", """
-if not tonumber(ARGV[1]) or not tonumber(ARGV[2]) or #ARGV % 2 ~= 0 or #ARGV < 4 then
-  return redis.error_reply('EMQARG task_finish: token and ttl must be numbers, fields in pairs')
-end
-if redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[1] then return 0 end
-if redis.call('HGET', KEYS[1], 'status') == 'SUCCESSFUL' then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-""")
+# The result record's transitions, each one script call in the queue's slot
+# (lua/task_start.lua, lua/task_finish.lua).
+_START = scripts.load("task_start")
+_FINISH = scripts.load("task_finish")
 
 
 class EchoMQBackend(BaseTaskBackend):

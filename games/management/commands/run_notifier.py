@@ -1,8 +1,9 @@
-"""Settle rounds (``cm.settle``); drain the retired ``cm.notify`` queue.
+"""Settle rounds: the ``cm.settle`` consumer.
 
-Notifications now run as a Django task (``games.tasks.notify``, worker
-``run_tasks``). Jobs enqueued on ``cm.notify`` by a release before that
-change are still delivered here, by the old handler, until the queue is empty.
+The command keeps the name it had when it also delivered notifications:
+``./dev run``, the tests and deployments start it by that name. The
+notifications themselves are Django tasks (``games.tasks.notify`` on
+``cm.tasks``), run by ``run_tasks``.
 """
 from django.core.management.base import BaseCommand, CommandError
 
@@ -10,13 +11,11 @@ from echomq import Consumer
 from echomq.contrib.django import get_queue, valkey_url
 from games import settlement
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
-from games.workers import notify, settle
-
-LEGACY_NOTIFY = "cm.notify"
+from games.workers import settle
 
 
 class Command(BaseCommand):
-    help = "Run the settlement consumer (and drain the retired cm.notify queue) in one process."
+    help = "Run the settlement consumer (cm.settle)."
 
     def add_arguments(self, parser):
         parser.add_argument("--concurrency", type=int, default=1, help="handler threads per queue")
@@ -28,14 +27,10 @@ class Command(BaseCommand):
         observer = start_metrics(o["metrics_port"])
         common = {"concurrency": o["concurrency"], "lease_ms": o["lease_ms"], "max_attempts": o["max_attempts"],
                   "observer": observer}
-        consumers = [
-            Consumer(get_queue(settlement.QUEUE), settle, name="settler", **common),
-            Consumer(get_queue(LEGACY_NOTIFY), notify, name="notifier-legacy", **common),
-        ]
+        consumers = [Consumer(get_queue(settlement.QUEUE), settle, name="settler", **common)]
         for c in consumers:
             observer and observer.watch(c)
-        self.stdout.write(f"notifier: queues={settlement.QUEUE},{LEGACY_NOTIFY} valkey={valkey_url()} "
-                          f"db={describe_db()}")
+        self.stdout.write(f"notifier: queues={settlement.QUEUE} valkey={valkey_url()} db={describe_db()}")
         self.stdout.flush()
         if not run_consumers(consumers):
             raise CommandError("a consumer stopped unexpectedly (see the log above)")

@@ -12,7 +12,6 @@ from echomq import Reaper
 from echomq.contrib.django import get_queue, valkey_url
 from echomq.contrib.django.schedules import declared_queues, install
 from games import guesses, leaderboard, settlement, tasks
-from games.management.commands.run_notifier import LEGACY_NOTIFY
 from games.management.runner import add_metrics_argument, describe_db
 
 
@@ -33,7 +32,7 @@ class Every:
 
 
 class Command(BaseCommand):
-    help = "Run the reaper over cm, cm.settle, cm.notify and cm.tasks, with the game's periodic tasks."
+    help = "Run the reaper over cm, cm.settle and cm.tasks, with the game's periodic tasks."
 
     def add_arguments(self, parser):
         parser.add_argument("--interval-ms", type=int, default=500)
@@ -68,7 +67,7 @@ class Command(BaseCommand):
         for queue, name, status in installed:
             if status != "unchanged":
                 self.stdout.write(f"reaper: schedule {queue}/{name} {status}")
-        names = [guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE]
+        names = [guesses.QUEUE, settlement.QUEUE, tasks.QUEUE]
         queues = [get_queue(n) for n in names + [n for n in declared_queues() if n not in names]]
         self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                           f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
