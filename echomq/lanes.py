@@ -43,7 +43,7 @@ class Lanes:
         are served meanwhile."""
         jobs, per_ms = rate_args(jobs, per_ms)
         key = keyspace.lane_key(self.queue.name, lane, "meta")
-        self.queue._run("rate", (key,), (self.queue.prefix, lane, jobs, per_ms))
+        self.queue._run("lane_rate", (key,), (self.queue.prefix, lane, jobs, per_ms))
 
     @_mapped
     def depth(self, lane: str) -> int:

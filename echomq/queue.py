@@ -363,7 +363,7 @@ class Queue:
         one closed; setting a limit starts a fresh one. A consumer that
         reaches the limit parks until the window reopens."""
         jobs, per_ms = rate_args(jobs, per_ms)
-        self._run("rate", (self.k_meta,), (self.prefix, "", jobs, per_ms))
+        self._run("rate", (self.k_meta,), (self.prefix, jobs, per_ms))
 
     @_mapped
     def rate_limit(self) -> dict | None:

@@ -245,8 +245,9 @@ def fire(queue, *, limit: int = 1000) -> int:
         if next_ms > MAX_TICK:
             log.error("schedule %s/%s has no tick before %d; left as it is", queue.name, row["name"], MAX_TICK)
             continue
+        pairs = [x for tick in ticks for x in (tick, tick_job_id(row["seq"], tick))]
         batch.add("schedule_fire", keys(queue, row["name"]),
-                  (queue.prefix, row["name"], row["rev"], row["cursor"], next_ms, *ticks))
+                  (queue.prefix, row["name"], row["rev"], row["cursor"], next_ms, *pairs))
     fired = 0
     for reply in batch.run():
         if isinstance(reply, Exception):

@@ -82,7 +82,7 @@ def load(name: str) -> Script:
 NAMES = (
     "enqueue", "claim", "complete", "complete_batch", "retry", "extend", "release",
     "reap", "promote", "requeue", "remove", "cancel", "lane", "pause", "counts",
-    "rate", "schedule_set", "schedule_op", "schedule_fire",
+    "rate", "lane_rate", "schedule_set", "schedule_op", "schedule_fire",
 )
 BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
 

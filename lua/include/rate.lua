@@ -9,7 +9,16 @@
 -- scores it at the time its window reopens. Each claim first puts the lanes
 -- whose time has come back (rate_reopen_lanes). P..'meta' field `lane_rates`
 -- counts the lanes with a limit, so a queue without any pays nothing more.
+--- @include "args"
 --- @include "lanes"
+
+-- (jobs, per_ms) of a limit: both positive, or both 0 (clear); EMQARG otherwise.
+local function arg_rate(jobs_v, per_v)
+  local jobs = arg_int(jobs_v, 'jobs', 0, MAX_COUNT)
+  local per = arg_int(per_v, 'per_ms', 0, MAX_MS)
+  if (jobs == 0) ~= (per == 0) then arg_fail('jobs', 'jobs and per_ms are both 0 (clear) or both positive') end
+  return jobs, per
+end
 
 -- A window from its fields at `now`: jobs, start, used, per_ms; nil when no limit.
 local function rate_state(jobs, per, start, used, now)

@@ -16,6 +16,7 @@ import redis
 
 from echomq import ArgumentError, KindError, Queue, ids
 from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN
+from echomq.schedules import tick_job_id
 from echomq.scripts import LIMITS, NAMES
 
 NOT_INTEGERS = ["", "abc", "nan", "NaN", "inf", "-inf", "Infinity", "-1", "1e400", "1e3", "1.5", "0x10",
@@ -107,6 +108,7 @@ class World:
         self.due, _ = q.enqueue(b"due", delay_ms=60_000)
         client.zadd(q.k_schedule, {self.due: 0})  # due now: promote would move it
         q.schedule("tick", every_ms=1000, payload=b"t")  # due now: a fire would enqueue
+        self.seq = q.schedules()[0]["seq"]
         s, us = client.time()
         self.tick = (s - 2) * 1000
         client.hset(f"{q.prefix}sched:tick", "next", self.tick)
@@ -141,8 +143,9 @@ class World:
             "lane": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "limit", "2"], ["P", "lane", "op", (0, MAX_COUNT)]),
             "pause": ((q.k_meta,), [P, "1"], ["P", "flag"]),
             "counts": ((q.k_pending, q.k_active, q.k_schedule, q.k_dead, q.k_meta, q.k_lanes, q.k_ring), [P], ["P"]),
-            "rate": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "2", "1000"],
-                     ["P", "lane?", (0, MAX_COUNT), (0, MAX_MS)]),
+            "rate": ((q.k_meta,), [P, "2", "1000"], ["P", (0, MAX_COUNT), (0, MAX_MS)]),
+            "lane_rate": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "2", "1000"],
+                          ["P", "lane", (0, MAX_COUNT), (0, MAX_MS)]),
             "schedule_set": ((f"{P}sched:tick", f"{P}schedules"),
                              [P, "tick", "every", "2000", "UTC", b"p", self.lane, "-3", "2", str(self.tick + 60_000)],
                              ["P", "name", "kind", (1, MAX_MS), "tz", "any", "lane?", "priority",
@@ -150,8 +153,9 @@ class World:
             "schedule_op": ((f"{P}sched:other", f"{P}schedules"), [P, "other", "pause", "0"],
                             ["P", "name", "op", "zero"]),
             "schedule_fire": ((f"{P}sched:tick", f"{P}schedules"),
-                              [P, "tick", "1", str(self.tick), str(self.tick + 1000), str(self.tick)],
-                              ["P", "name", (1, MAX_TOKEN), "tick", "tick", "tick"]),
+                              [P, "tick", "1", str(self.tick), str(self.tick + 1000), str(self.tick),
+                               tick_job_id(self.seq, self.tick)],
+                              ["P", "name", (1, MAX_TOKEN), "tick", "tick", "tick", "id"]),
         }[name]
 
 
@@ -193,8 +197,10 @@ def test_every_bad_argument_is_refused_before_any_write(any_server, name):
 
 @pytest.mark.parametrize("name, pos, value", [
     ("enqueue", 6, ""),   # a unique TTL (1000 at 7) with no unique key
-    ("rate", 2, "0"),     # jobs 0 with per_ms 1000: clear needs both 0
-    ("rate", 3, "0"),
+    ("rate", 1, "0"),     # jobs 0 with per_ms 1000: clear needs both 0
+    ("rate", 2, "0"),
+    ("lane_rate", 2, "0"),
+    ("lane_rate", 3, "0"),
     ("schedule_set", 3, "x" * (LIMITS["MAX_CRON"] + 1)),  # as a cron spec: too long
     ("schedule_set", 3, "* * * *\n *"),
 ])

@@ -166,9 +166,10 @@ def test_a_fire_enqueues_the_planned_ticks_with_their_ids_and_moves_the_cursor(q
     assert snapshot(any_server, q, jobs_only=True) == before
 
 
-def fire_call(q, name, rev, expect, nxt, *ticks):
+def fire_call(q, name, rev, expect, nxt, *ticks, seq=1):
     keys = (f"{q.prefix}sched:{name}", f"{q.prefix}schedules")
-    return BUNDLE["schedule_fire"](q.client, keys, (q.prefix, name, rev, expect, nxt, *ticks))
+    pairs = [x for t in ticks for x in (t, tick_job_id(seq, max(t, ids.EPOCH_MS)))]
+    return BUNDLE["schedule_fire"](q.client, keys, (q.prefix, name, rev, expect, nxt, *pairs))
 
 
 def test_a_fire_with_a_stale_cursor_or_revision_changes_nothing(q, any_server):
@@ -196,7 +197,7 @@ def test_a_tick_whose_job_exists_is_not_enqueued_again(q, any_server):
     assert int(any_server.hget(f"{q.prefix}sched:tick", "next")) == cursor + 1000
 
 
-@pytest.mark.parametrize("shape", ["future", "falling", "before_expect", "next_not_after", "too_many"])
+@pytest.mark.parametrize("shape", ["future", "falling", "before_expect", "next_not_after", "too_many", "wrong_id"])
 def test_a_fire_refuses_ticks_it_cannot_fire_and_changes_nothing(q, any_server, shape):
     q.schedule("tick", every_ms=1000)
     cursor, now = make_due(q, any_server, "tick", 3)
@@ -204,10 +205,11 @@ def test_a_fire_refuses_ticks_it_cannot_fire_and_changes_nothing(q, any_server, 
             "falling": (cursor, cursor + 5000, cursor + 1000, cursor),
             "before_expect": (cursor, cursor + 5000, cursor - 1000),
             "next_not_after": (cursor, cursor, cursor),
-            "too_many": (cursor, now + 2000, *range(cursor, cursor + 1002))}[shape]
+            "too_many": (cursor, now + 2000, *range(cursor, cursor + 1002)),
+            "wrong_id": (cursor, cursor + 1000, cursor)}[shape]
     before = snapshot(any_server, q)
     with pytest.raises(ArgumentError):
-        fire_call(q, "tick", 1, *args)
+        fire_call(q, "tick", 1, *args, seq=2 if shape == "wrong_id" else 1)  # its seq is 1
     assert snapshot(any_server, q) == before
 
 
@@ -228,7 +230,7 @@ def test_the_tick_id_in_lua_is_the_python_one_at_the_extremes(q, any_server):
     any_server.hset(f"{q.prefix}sched:a", "seq", 4194303)  # the largest
     for name, seq in (("a", 4194303), ("b", 1)):
         cursor, now = make_due(q, any_server, name, 1)
-        assert fire_call(q, name, 1, cursor, cursor + 1000, cursor) == [tick_job_id(seq, cursor).encode()]
+        assert fire_call(q, name, 1, cursor, cursor + 1000, cursor, seq=seq) == [tick_job_id(seq, cursor).encode()]
     assert tick_job_id(4194303, 3903090455551) == "JOB" + ids.MAX_PAYLOAD
 
 
