@@ -194,7 +194,7 @@ def _row(name: str, h: dict, score) -> dict:
             "every_ms": int(spec) if kind == "every" else None, "tz": _text(f["tz"]),
             "lane": _text(f["lane"]) or None, "priority": int(f["priority"]), "catch_up": int(f["catch_up"]),
             "payload": f["payload"], "paused": paused,
-            "next_ms": None if paused or score is None else int(score) if score != float("inf") else None,
+            "next_ms": None if paused or score is None else int(score),
             "last_ms": int(last) if last else None, "last_job": _text(f.get("last_job")) or None,
             "rev": int(f["rev"]), "seq": int(f["seq"]), "cursor": int(f["next"])}
 
@@ -229,9 +229,9 @@ def fire(queue, *, limit: int = 1000) -> int:
     definition no longer parses is logged and left alone."""
     with translated():
         due = queue.client.zrange(f"{queue.prefix}schedules", 0, limit - 1, withscores=True)
-        if not due or due[0][1] == float("inf"):
+        if not due:
             return 0
-        now = queue.server_time_ms()
+        now = queue.server_time_ms()  # a paused schedule's score (PAUSED, sched.lua) is never due
         names = [_text(m) for m, s in due if s <= now]
         if not names:
             return 0

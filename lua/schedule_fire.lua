@@ -26,7 +26,8 @@ ARGV[6], ARGV[7]         tick, id of the first tick to enqueue; then the next pa
 Replies: the JOB ids enqueued (a tick whose job exists is left out), or 0
 when the schedule is gone, paused, or no longer at rev and expect (another
 reaper fired it, or it changed): nothing changed.
-Errors: EMQARG for a bad argument, a tick's id included (nothing changed).
+Errors: EMQARG for a bad argument, a tick's id included; EMQKIND for an id of another
+        brand (nothing changed).
 ]]
 --- @include "args"
 --- @include "now"
@@ -50,7 +51,7 @@ for i = 6, #ARGV, 2 do
   if t <= last then arg_fail('tick', 'ticks rise from expect on') end
   ticks[#ticks + 1], named[#named + 1], last = t, arg_job(ARGV[i + 1]), t
 end
-if last > now then arg_fail('tick', ARGV[#ARGV] .. ' is after the server clock (' .. now .. ')') end
+if last > now then arg_fail('tick', last .. ' is after the server clock') end
 if next_ms <= last then arg_fail('next_ms', 'want after the last tick') end
 arg_key(1, sched_key(P, name))
 arg_key(2, P .. 'schedules')

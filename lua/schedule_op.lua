@@ -1,7 +1,7 @@
 --[[ schedule_op: pause, resume or remove one schedule.
 
 A paused schedule keeps its definition and record and fires nothing (its
-score in the schedules set is '+inf'). Resuming starts again at next_ms,
+score in the schedules set is PAUSED, after every tick). Resuming starts again at next_ms,
 the first tick after now as the caller computed it: ticks that fell while
 it was paused are not made up for.
 
@@ -38,7 +38,7 @@ if op == 'remove' then
   redis.call('ZREM', KEYS[2], name)
 elseif op == 'pause' then
   redis.call('HSET', KEYS[1], 'paused', '1')
-  redis.call('ZADD', KEYS[2], '+inf', name)
+  redis.call('ZADD', KEYS[2], PAUSED, name)
 elseif redis.call('HGET', KEYS[1], 'paused') == '1' then  -- resuming a running one changes nothing
   redis.call('HDEL', KEYS[1], 'paused')
   redis.call('HSET', KEYS[1], 'next', next_ms)

@@ -72,7 +72,7 @@ end
 redis.call('HSET', KEYS[1], 'next', next_ms, unpack(def))
 redis.call('HINCRBY', KEYS[1], 'rev', 1)
 if redis.call('HGET', KEYS[1], 'paused') == '1' then
-  redis.call('ZADD', KEYS[2], '+inf', name)
+  redis.call('ZADD', KEYS[2], PAUSED, name)
 else
   redis.call('ZADD', KEYS[2], next_ms, name)
 end

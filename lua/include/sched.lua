@@ -1,7 +1,7 @@
 -- Schedules. Schedule N of queue P is the hash P..'sched:'..N (its
 -- definition, cursor and record, see docs/echomq.md) and a member of the
--- zset P..'schedules', scored by its next run (server ms; '+inf' while
--- paused, so a paused one is never due).
+-- zset P..'schedules', scored by its next run (server ms; PAUSED while
+-- paused, past every tick, so a paused one is never due).
 --
 -- A tick's JOB id is a function of the schedule and the tick: the snowflake
 -- of the tick's millisecond with the schedule's 22-bit number `seq` in the
@@ -13,6 +13,7 @@ local MAX_CRON = 128            -- a cron expression / time zone name, in bytes
 local MIN_TICK = 1704067200000  -- ticks are ids: from 2024-01-01T00:00:00Z (the id epoch)
 local MAX_TICK = 3903090455551  -- ... to the last millisecond 41 bits hold
 local SCHED_SEQS = 4194304      -- 2^22 schedule numbers per queue, then they wrap
+local PAUSED = 9999999999999    -- a paused schedule's score: after MAX_TICK, so never due
 
 local function sched_key(P, name) return P .. 'sched:' .. name end
 
