@@ -333,6 +333,34 @@ def resume(request, queue):
     return _back(request, queue_url(q.name))
 
 
+@staff_page(["POST"])
+def schedule_pause(request, queue, name):
+    return _schedule_action(request, queue, name, pause=True)
+
+
+@staff_page(["POST"])
+def schedule_resume(request, queue, name):
+    return _schedule_action(request, queue, name, pause=False)
+
+
+def _schedule_action(request, queue, name, *, pause: bool):
+    """Pause or resume one schedule (operate permission, POST only: see staff_page)."""
+    q = _queue(queue)
+    try:
+        done = q.pause_schedule(name) if pause else q.resume_schedule(name)
+    except InvalidName:
+        raise PageError(400, "Ill-formed schedule name",
+                        f"{name[:80]!r} is not a schedule name: 1 to 64 of A-Z a-z 0-9 . _ -.", q.name) from None
+    if not done:
+        raise PageError(404, "No such schedule", f"Queue {q.name!r} has no schedule {name!r}; nothing changed.",
+                        q.name)
+    what = (f"Paused schedule {name!r}: it fires nothing until resumed." if pause
+            else f"Resumed schedule {name!r}: it fires again from its next tick after now.")
+    audit.record(request.user, q.name, None, what)
+    messages.success(request, what)
+    return _back(request, queue_url(q.name))
+
+
 def _confirmed(request) -> bool:
     return request.method == "POST" and request.POST.get("confirm") == "yes"
 
