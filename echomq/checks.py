@@ -39,17 +39,23 @@ def check_items(items, what: str):
     return items
 
 
+ENQUEUE_OPTIONS = ("priority", "unique_key", "unique_ttl_ms")
+
+
 def enqueue_items(items):
-    """Each enqueue_many item as (payload, job_id, lane, delay_ms): an item
-    is a payload, or a mapping with ``payload`` and optional ``job_id``,
-    ``lane``, ``delay_ms`` (the values are checked when the call is built)."""
+    """Each enqueue_many item as (payload, job_id, lane, delay_ms, options):
+    an item is a payload, or a mapping with ``payload`` and optional
+    ``job_id``, ``lane``, ``delay_ms`` and the ``options`` ``priority``,
+    ``unique_key``, ``unique_ttl_ms`` (the values are checked when the call
+    is built)."""
     for item in check_items(items, "enqueue_many"):
         if not isinstance(item, Mapping):
-            yield item, None, None, None
+            yield item, None, None, None, {}
         elif "payload" not in item:
             raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
         else:
-            yield item["payload"], item.get("job_id"), item.get("lane"), item.get("delay_ms")
+            yield (item["payload"], item.get("job_id"), item.get("lane"), item.get("delay_ms"),
+                   {k: item[k] for k in ENQUEUE_OPTIONS if item.get(k) is not None})
 
 
 def check_pairs(pairs, what: str) -> list[tuple[str, int]]:

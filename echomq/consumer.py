@@ -31,6 +31,13 @@ Read it top to bottom the way it runs:
   ahead grows while handlers are short and shrinks to zero for slow ones, so a
   prefetched job never waits long behind a slow handler that another consumer
   could have run it beside (see ``_adapt``).
+* A rate limit (``Queue.set_rate_limit``) that cuts a claim short comes
+  with the time its window reopens: the fetcher waits that long without
+  listening for wake tokens (each new job would wake it to claim nothing),
+  sending the acks of jobs that finish meanwhile. While rate-limited lanes
+  cool, it parks as usual but no longer than until the first reopens.
+* ``drain()`` runs the same loop without ever parking and returns once a
+  claim finds nothing ready and no job is in hand (tests, one-off runs).
 * No thread dies silently: a bug in the consumer's own code is logged with
   its traceback and stops the consumer; ``run()`` then raises
   ``ConsumerCrashed`` so the process exits non-zero and a supervisor restarts it.
@@ -236,6 +243,8 @@ class Consumer:
         self._threads: list[threading.Thread] = []
         self._hb_stop = threading.Event()
         self.stats = collections.Counter()
+        self._draining = False
+        self._waits = (0, 0)  # the last claim's rate-limit waits (queue, lanes), ms
         self._stats_lock = threading.Lock()  # acks are settled by the fetcher and, while it parks, by workers
 
     # -- public -----------------------------------------------------------
@@ -274,6 +283,20 @@ class Consumer:
             raise ConsumerCrashed(f"consumer {self.name} stopped: a thread crashed "
                                   f"({_safe_text(self._crashed)})") from self._crashed
 
+    def drain(self) -> collections.Counter:
+        """Handle every job that is ready now, and those that become ready
+        while it runs (a retry without delay, a delayed job falling due),
+        then return the stats: like rq's burst mode and Oban's
+        ``drain_queue``. It never parks; jobs scheduled for later stay
+        scheduled, and under a rate limit it waits for the windows. For a
+        project's tests (docs/echomq.md, "Drain: testing your handlers")."""
+        self._draining = True
+        try:
+            self.run()
+        finally:
+            self._draining = False
+        return self.stats
+
     def _crash(self, where: str, exc: BaseException) -> None:
         """A bug in our own code: log it with its traceback and stop, so the
         process exits non-zero (``run()`` raises) rather than limp on."""
@@ -295,9 +318,16 @@ class Consumer:
             if self.adaptive:
                 self._shed()
             try:
-                short = self._cycle(claim=True)[2]
+                claimed, _, short = self._cycle(claim=True)
                 failures = 0
-                if short and self._park() and self.batch_window_ms and self._streaming():
+                queue_wait, lane_wait = self._waits
+                if short and (queue_wait or (lane_wait and self._draining)):
+                    self._rate_wait(max(queue_wait, lane_wait) / 1000)
+                elif short and self._draining:
+                    if self._drain_settled(claimed):
+                        break
+                elif short and self._park(lane_wait / 1000 if lane_wait else None) and self.batch_window_ms \
+                        and self._streaming():
                     # Work keeps arriving: let the jobs close behind this
                     # one arrive too, and claim them as one batch.
                     self._stopping.wait(self.batch_window_ms / 1000)
@@ -309,6 +339,42 @@ class Consumer:
                 log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
                             type(exc).__name__, delay)
                 self._stopping.wait(delay)
+
+    def _rate_wait(self, seconds: float) -> None:
+        """A rate limit's window is full: wait until it reopens without
+        listening for wake tokens, sending the acks of jobs that finish."""
+        self.stats["rate_waits"] += 1
+        until = time.monotonic() + seconds
+        while not self._stopping.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            with self._cond:
+                if not self._acks:
+                    self._cond.wait(left)
+                acks = bool(self._acks)
+            if acks:
+                self._cycle(claim=False)
+
+    def _drain_settled(self, claimed: int) -> bool:
+        """Draining, and a claim came back short: let the jobs in hand
+        finish, send their acks and promote what fell due meanwhile. Done
+        when that claim found nothing (a sharded queue's claim looks only
+        at shards not known to be empty, so every shard is asked instead),
+        nothing is in hand and nothing was promoted."""
+        with self._cond:
+            while len(self._in_hand) > len(self._acks) and not self._stopping.is_set():
+                self._cond.wait(self.beat_ms / 1000)
+        self._cycle(claim=False)
+        promoted = self.queue.promote()
+        ready_shards = getattr(self.queue, "ready_shards", None)
+        if ready_shards is not None:  # a sharded queue
+            busy = ready_shards()
+            self.queue.mark_hot(busy)
+            claimed = len(busy)
+        with self._cond:
+            idle = not self._in_hand
+        return claimed == 0 and idle and not promoted
 
     def _streaming(self) -> bool:
         """Whether this wake-up follows the last one within two windows, i.e.
@@ -420,6 +486,8 @@ class Consumer:
         if free > 0 and isinstance(replies[-1], Exception):
             raise replies[-1]
         jobs = self.queue.parse_claim(replies[-1]) if free > 0 else []
+        if free > 0:
+            self._waits = (getattr(jobs, "queue_wait_ms", 0), getattr(jobs, "lane_wait_ms", 0))
         with self._cond:
             for out in acks:
                 self._in_hand.pop(out.job.id, None)
@@ -472,10 +540,12 @@ class Consumer:
             log.warning("consumer %s will retry %s in %dms (attempt %d): %s", self.name, job.id,
                         out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "", extra=about)
 
-    def _park(self) -> bool:
-        """Nothing to claim: block on the wake list and our doorbell.
+    def _park(self, timeout_s: float | None = None) -> bool:
+        """Nothing to claim: block on the wake list and our doorbell for a
+        beat (or ``timeout_s`` when shorter: a cooling lane reopens then).
         True when a wake token (new work) ended it, not the doorbell, acks
-        waiting, the stop or the beat's timeout."""
+        waiting, the stop or the timeout."""
+        beat = self.beat_ms / 1000 if timeout_s is None else min(self.beat_ms / 1000, max(timeout_s, 0.001))
         with self._cond:
             if self._acks or self._stopping.is_set():
                 return False
@@ -484,7 +554,7 @@ class Consumer:
             with translated():
                 # a sharded queue answers the shards woken (all of them after
                 # a timeout: then a window is just a short wait)
-                return bool(self._parking.wait(self.beat_ms / 1000))
+                return bool(self._parking.wait(beat))
         finally:
             with self._cond:
                 self._parked = False

@@ -74,6 +74,14 @@ class QueueCollector:
         paused = GaugeMetricFamily("echomq_queue_paused", "1 when the queue is paused", labels=["queue"])
         oldest = GaugeMetricFamily("echomq_queue_oldest_pending_age_seconds",
                                    "Age of the oldest ready job (0 when none)", labels=["queue"])
+        rate_jobs = GaugeMetricFamily("echomq_queue_rate_limit_jobs", "Claims allowed per rate window "
+                                      "(queues with a rate limit)", labels=["queue"])
+        rate_window = GaugeMetricFamily("echomq_queue_rate_limit_window_seconds", "The rate window's length",
+                                        labels=["queue"])
+        rate_claimed = GaugeMetricFamily("echomq_queue_rate_window_claimed", "Claims in the open rate window",
+                                         labels=["queue"])
+        rate_left = GaugeMetricFamily("echomq_queue_rate_window_remaining_seconds",
+                                      "Time until the open rate window closes (0: none is open)", labels=["queue"])
         try:
             for q in self.queues():
                 c = q.counts()
@@ -85,12 +93,19 @@ class QueueCollector:
                 paused.add_metric([q.name], int(c["paused"]))
                 reaped.add_metric([q.name], int(q.client.hget(q.k_meta, "reaped") or 0))
                 oldest.add_metric([q.name], oldest_pending_age_s(q) if c["pending"] else 0.0)
+                rate = q.rate_limit()
+                if rate is not None:
+                    rate_jobs.add_metric([q.name], rate["jobs"])
+                    rate_window.add_metric([q.name], rate["per_ms"] / 1000)
+                    rate_claimed.add_metric([q.name], rate["claimed"])
+                    rate_left.add_metric([q.name], rate["window_ms_left"] / 1000)
             up.add_metric([], 1)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             up.add_metric([], 0)
             yield up
             return
-        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest)
+        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest, rate_jobs, rate_window, rate_claimed,
+                    rate_left)
 
 
 def oldest_pending_age_s(q) -> float:
@@ -204,13 +219,13 @@ class ReaperMetrics:
         pc = require()
         r = registry or pc.REGISTRY
         self.passes = pc.Counter("echomq_reaper_passes", "Maintenance passes run", registry=r)
-        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted)",
+        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted, fired: schedule ticks enqueued)",
                                 ["queue", "action"], registry=r)
 
     def wrap(self, reaper):
         run_once = reaper.run_once
         for q in reaper.queues:  # every series shows from the start, at 0
-            for action in ("returned", "dead", "promoted"):
+            for action in ("returned", "dead", "promoted", "fired"):
                 self.moved.labels(q.name, action)
 
         def counted():

@@ -11,19 +11,25 @@ Every call the queue sends maps redis-py's errors to typed ones
 from __future__ import annotations
 
 import json
+import re
 from typing import Iterable
 
 from . import ids, keyspace
+from . import schedules as _schedules
 from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN, check_claim, check_int, check_items,
                      check_pairs, enqueue_items)  # the limits and checks are also importable from here
 from .checks import check_token as _token
 from .errors import ArgumentError, Cancelled, EchoMQError, StaleToken, translated
+from .rates import rate_args, rate_view
+from .scripts import LIMITS
 from .job import Job
 from .lanes import Lanes
 from .parking import Parking
 from .scripts import BUNDLE, Batch
 
 DEFAULT_LEASE_MS = 30_000
+MAX_PRIORITY, MAX_UNIQUE = LIMITS["MAX_PRIORITY"], LIMITS["MAX_UNIQUE"]
+UNIQUE_KEY = re.compile(r"[A-Za-z0-9._:@/+=-]{1,%d}" % MAX_UNIQUE)
 STATES = ("pending", "active", "scheduled", "dead", "completed")
 
 MAX_MINUTES = 7 * 24 * 60  # per_minute looks back at most a week
@@ -43,6 +49,16 @@ class Reaped(int):
         self = super().__new__(cls, returned + dead)
         self.returned, self.dead = returned, dead
         return self
+
+
+class ClaimedJobs(list):
+    """A claim's jobs. ``queue_wait_ms``: the queue's rate limit cut the
+    claim short and nothing can be claimed for that long; ``lane_wait_ms``:
+    it came back short while rate-limited lanes cool, the first reopening
+    then (both 0 when no rate limit held a job back)."""
+
+    queue_wait_ms = 0
+    lane_wait_ms = 0
 
 
 class Queue:
@@ -68,7 +84,8 @@ class Queue:
         return keyspace.job_key(self.name, job_id)
 
     # -- admission --------------------------------------------------------
-    def _enqueue_call(self, payload, job_id, lane, delay_ms):
+    def _enqueue_call(self, payload, job_id, lane, delay_ms, priority=None, unique_key=None,
+                      unique_ttl_ms=None):
         if isinstance(payload, str):
             payload = payload.encode()
         if not isinstance(payload, (bytes, bytearray, memoryview)):
@@ -78,41 +95,77 @@ class Queue:
         lane = "" if lane is None else keyspace.check_lane(lane)
         delay = 0 if delay_ms is None else check_int(delay_ms, "delay_ms", 0, MAX_MS)
         keys = (jk, self.k_pending, self.k_schedule)
-        return job_id, keys, (self.prefix, job_id, bytes(payload), lane, delay)
+        args = (self.prefix, job_id, bytes(payload), lane, delay)
+        if priority is None and unique_key is None and unique_ttl_ms is None:
+            return job_id, keys, args  # the contract's five arguments
+        priority = 0 if priority is None else check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
+        ttl = 0 if unique_ttl_ms is None else check_int(unique_ttl_ms, "unique_ttl_ms", 1, MAX_MS)
+        if unique_key is None:
+            if ttl:
+                raise ArgumentError("unique_ttl_ms needs a unique_key")
+            unique_key = ""
+        else:
+            unique_key = keyspace._text(unique_key, "unique_key")
+            if not UNIQUE_KEY.fullmatch(unique_key):
+                raise ArgumentError(f"unique_key must be 1 to {MAX_UNIQUE} of [A-Za-z0-9._:@/+=-], "
+                                    f"got {unique_key[:80]!r}")
+        return job_id, keys, args + (priority, unique_key, ttl)
 
     _STATUS = {0: "duplicate", 1: "enqueued", 2: "scheduled"}
 
+    @classmethod
+    def enqueued(cls, job_id: str, reply) -> tuple[str, str]:
+        """(id, status) from an enqueue reply: a unique key's holder answers
+        its own id as the duplicate."""
+        if isinstance(reply, bytes):
+            return reply.decode(), "duplicate"
+        return job_id, cls._STATUS[reply]
+
     def enqueue(self, payload, *, job_id: str | None = None, lane: str | None = None,
-                delay_ms: int | None = None) -> tuple[str, str]:
+                delay_ms: int | None = None, priority: int | None = None, unique_key: str | None = None,
+                unique_ttl_ms: int | None = None) -> tuple[str, str]:
         """Admit a job. The JOB id is the idempotency key: enqueueing an id
-        that exists changes nothing and answers ``"duplicate"``."""
-        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms)
-        return job_id, self.parse_enqueue(self._run("enqueue", keys, args))
+        that exists changes nothing and answers ``"duplicate"``.
+
+        ``priority`` (-100..100, default 0): higher is claimed first within
+        its lane (or the flat set); equal priorities keep admission order.
+        ``unique_key``: while a job holding the key is pending, scheduled or
+        active (and for at most ``unique_ttl_ms``, when given), another
+        enqueue with it writes nothing and answers that job's id and
+        ``"duplicate"``; the key is released when the job completes, is
+        dead-lettered, removed or cancelled."""
+        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms, priority, unique_key,
+                                                unique_ttl_ms)
+        return self.enqueued(job_id, self._run("enqueue", keys, args))
 
     def add_enqueue(self, batch: Batch, payload, *, job_id: str | None = None, lane: str | None = None,
-                    delay_ms: int | None = None) -> str:
+                    delay_ms: int | None = None, priority: int | None = None, unique_key: str | None = None,
+                    unique_ttl_ms: int | None = None) -> str:
         """Add one enqueue to ``batch`` (checked now); answers the job id."""
-        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms)
+        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms, priority, unique_key,
+                                                unique_ttl_ms)
         batch.add("enqueue", keys, args)
         return job_id
 
     @classmethod
     def parse_enqueue(cls, reply) -> str:
-        """An enqueue's reply as :meth:`enqueue` answers it: "enqueued", "scheduled" or "duplicate"."""
-        return cls._STATUS[reply]
+        """An enqueue's reply as :meth:`enqueue` answers it: "enqueued", "scheduled" or "duplicate"
+        (a unique key's holder answers its id: see :meth:`enqueued`)."""
+        return "duplicate" if isinstance(reply, bytes) else cls._STATUS[reply]
 
     def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
         """Admit many jobs in one pipelined round trip. Each item is a payload
         or a mapping with ``payload`` and optional ``job_id``, ``lane``,
-        ``delay_ms``. Every item is validated before anything is sent."""
+        ``delay_ms``, ``priority``, ``unique_key``, ``unique_ttl_ms``. Every
+        item is validated before anything is sent."""
         batch = Batch(self.client)
-        job_ids = [self.add_enqueue(batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms)
-                   for payload, job_id, lane, delay_ms in enqueue_items(items)]
+        job_ids = [self.add_enqueue(batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
+                   for payload, job_id, lane, delay_ms, options in enqueue_items(items)]
         out = []
         for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):
                 raise reply
-            out.append((job_id, self.parse_enqueue(reply)))
+            out.append(self.enqueued(job_id, reply))
         return out
 
     # -- the lease --------------------------------------------------------
@@ -121,13 +174,17 @@ class Queue:
         return ((self.k_pending, self.k_active, self.k_ring, self.k_meta),
                 (self.prefix, lease_ms, n, consumer))
 
-    def parse_claim(self, reply) -> list[Job]:
-        """The jobs in a claim reply (from a Batch with :meth:`add_claim`)."""
-        return [
+    def parse_claim(self, reply) -> ClaimedJobs:
+        """The jobs in a claim reply (from a Batch with :meth:`add_claim`),
+        with the rate limits' waits when the reply ends with them."""
+        jobs = ClaimedJobs(
             Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
                 reply[i + 3].decode() or None, self.name)
-            for i in range(0, len(reply), 4)
-        ]
+            for i in range(0, len(reply) - 3, 4)
+        )
+        if len(reply) % 4 == 1:
+            jobs.queue_wait_ms, jobs.lane_wait_ms = int(reply[-1][0]), int(reply[-1][1])
+        return jobs
 
     def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None) -> list[Job]:
         """Lease up to ``n`` ready jobs (flat first, then lanes in turn).
@@ -297,6 +354,55 @@ class Queue:
     @property
     def lanes(self) -> Lanes:
         return Lanes(self)
+
+    # -- rate limits (lua/rate.lua; enforced in claim, lua/include/rate.lua) ----
+    def set_rate_limit(self, jobs: int | None, per_ms: int | None = None) -> None:
+        """Claim at most ``jobs`` jobs of this queue per window of ``per_ms``,
+        counted on the server clock across every consumer and host; ``None``
+        clears the limit. A window opens at the first claim after the last
+        one closed; setting a limit starts a fresh one. A consumer that
+        reaches the limit parks until the window reopens."""
+        jobs, per_ms = rate_args(jobs, per_ms)
+        self._run("rate", (self.k_meta,), (self.prefix, jobs, per_ms))
+
+    @_mapped
+    def rate_limit(self) -> dict | None:
+        """The queue's limit and its window now: ``jobs``, ``per_ms``,
+        ``claimed`` (in the open window) and ``window_ms_left`` (0: no window
+        is open); None when the queue has no limit."""
+        fields = self.client.hmget(self.k_meta, "rate_jobs", "rate_ms", "rate_start", "rate_count")
+        return rate_view(fields, self.server_time_ms()) if fields[0] is not None else None
+
+    # -- schedules (echomq/schedules.py: the grid, catch_up, firing) ------------
+    def schedule(self, name: str, *, cron: str | None = None, every_ms: int | None = None, payload=b"",
+                 lane: str | None = None, tz: str = "UTC", catch_up: int = 0, priority: int = 0) -> str:
+        """Create or replace a schedule: a job with ``payload`` (on ``lane``,
+        at ``priority``) at each tick of ``cron`` (in time zone ``tz``) or
+        every ``every_ms``; the Reaper pass fires the ticks. Answers
+        "created", "replaced" or "unchanged"; a bad cron, interval or time
+        zone is ArgumentError and nothing is stored."""
+        return _schedules.set_schedule(self, name, cron=cron, every_ms=every_ms, payload=payload, lane=lane,
+                                       tz=tz, catch_up=catch_up, priority=priority)
+
+    def schedules(self) -> list[dict]:
+        """Every schedule, soonest first (see :func:`echomq.schedules.listing`)."""
+        return _schedules.listing(self)
+
+    def unschedule(self, name: str) -> bool:
+        """Remove a schedule (its jobs already enqueued stay); False if none."""
+        return _schedules.op(self, name, "remove")
+
+    def pause_schedule(self, name: str) -> bool:
+        return _schedules.op(self, name, "pause")
+
+    def resume_schedule(self, name: str) -> bool:
+        """Fire again from the first tick after now (ticks missed while paused are not made up)."""
+        return _schedules.op(self, name, "resume")
+
+    def fire_schedules(self, *, limit: int = 1000) -> int:
+        """Fire the due schedules (a Reaper pass does); answers the jobs enqueued."""
+        check_int(limit, "limit", 1, MAX_BATCH)
+        return _schedules.fire(self, limit=limit)
 
     # -- views ------------------------------------------------------------
     _COUNT_FIELDS = ("pending", "active", "scheduled", "dead", "completed", "dead_total",

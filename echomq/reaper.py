@@ -3,8 +3,10 @@
 Each pass, for every queue: ``reap`` returns jobs whose lease expired (their
 worker died or hung) to their ready sets and dead-letters jobs that stalled
 too often; ``promote`` moves due delayed and retrying jobs to their ready
-sets. Both are single bounded Lua calls, so any number of reapers may run at
-once: each expired or due job is moved by exactly one of them.
+sets; ``fire_schedules`` enqueues the due ticks of the queue's schedules
+(echomq/schedules.py). Each is bounded Lua calls, so any number of reapers
+may run at once: each expired or due job is moved, and each tick enqueued,
+by exactly one of them.
 
 Extra ``tasks`` (plain callables) run after the queue passes; an application
 hangs its own periodic work there (codemojex relays unsent guesses and closes
@@ -44,10 +46,12 @@ class Reaper:
         for q in self.queues:
             reaped = q.reap(max_stalls=self.max_stalls, limit=self.limit)
             promoted = q.promote(limit=self.limit)
-            report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted}
-            if reaped or promoted:
-                log.info("reaper %s: returned=%d dead=%d promoted=%d", q.name, reaped.returned,
-                         reaped.dead, promoted, extra={"queue": q.name})
+            fired = q.fire_schedules(limit=self.limit)
+            report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted,
+                              "fired": fired}
+            if reaped or promoted or fired:
+                log.info("reaper %s: returned=%d dead=%d promoted=%d fired=%d", q.name, reaped.returned,
+                         reaped.dead, promoted, fired, extra={"queue": q.name})
         for task in self.tasks:
             name = getattr(task, "__name__", repr(task))
             try:

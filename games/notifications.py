@@ -1,9 +1,17 @@
-"""In-app notifications: what one says, and its creation, once.
+"""In-app notifications, created by the game's tasks (``games.tasks``).
 
-A closed round's participants are notified by the ``games.tasks.notify``
-task (``tasks.notify_round`` asks for one per participant); the
-``Notification`` unique constraint on (player, round, kind) makes
-:func:`deliver` idempotent, so a repeated task changes nothing.
+* "The round you played is settled" (or voided): after a round closes,
+  settlement asks for one ``notify`` task per participant
+  (``tasks.notify_round``), enqueued with
+  ``transaction.on_commit`` (so a rolled-back settlement asks for nothing)
+  on the ``cm.tasks`` queue, each on its player's lane.
+* "A new round opened": creating a round asks, on commit, for one
+  ``announce_round`` task, which tells every player who opted in on their
+  profile (``Player.notify_new_rounds``), a thousand rows per INSERT.
+
+A redelivered job asks again; the ``Notification`` unique constraint on
+(player, round, kind) makes delivery idempotent, so the extra tasks change
+nothing. Arguments carry ids only.
 """
 from __future__ import annotations
 
@@ -59,6 +67,46 @@ def deliver(player_id: str, round_id: str, kind: str) -> Notification | None:
             return Notification.objects.create(player_id=player_id, round=rnd, kind=kind, text=text[:300], data=data)
     except IntegrityError:
         return Notification.objects.get(player_id=player_id, round=rnd, kind=kind)
+
+
+ANNOUNCE_BATCH = 1000
+
+
+def opened_text(rnd: Round) -> str:
+    name = rnd.title or rnd.pk
+    unit = rnd.currency if rnd.guess_price != 1 else rnd.currency.removesuffix("s")
+    minutes = max(int((rnd.ends_at - rnd.created_at).total_seconds() // 60), 1)
+    hours, mins = divmod(minutes, 60)
+    runs = " ".join(p for p in (f"{hours} h" if hours else "", f"{mins} min" if mins else "") if p)
+    return (f"A new {rnd.kind} round opened: {name}. A guess costs {rnd.guess_price} {unit}, "
+            f"the pool is 💎 {rnd.prize_pool}; it runs {runs}.")
+
+
+def announce(round_id: str) -> int:
+    """Tell every player who asked (``notify_new_rounds``) that the round
+    opened; answers how many notifications were made now (0 when the round
+    is gone or no longer open, and for a second delivery)."""
+    rnd = Round.objects.filter(pk=round_id).only(
+        "id", "title", "kind", "status", "currency", "guess_price", "prize_pool", "created_at", "ends_at").first()
+    if rnd is None or not rnd.is_open:
+        return 0
+    text = opened_text(rnd)[:300]
+    told = set(Notification.objects.filter(round_id=round_id, kind=Notification.Kind.OPENED)
+               .values_list("player_id", flat=True))
+    made = 0
+    wanted = Player.objects.filter(notify_new_rounds=True).order_by("pk").values_list("pk", flat=True)
+    batch: list[Notification] = []
+    for player_id in wanted.iterator(chunk_size=ANNOUNCE_BATCH):
+        if player_id in told:
+            continue
+        batch.append(Notification(player_id=player_id, round_id=round_id, kind=Notification.Kind.OPENED,
+                                  text=text, data={"round": round_id}))
+        if len(batch) == ANNOUNCE_BATCH:
+            made += len(Notification.objects.bulk_create(batch, ignore_conflicts=True))
+            batch = []
+    if batch:
+        made += len(Notification.objects.bulk_create(batch, ignore_conflicts=True))
+    return made
 
 
 def unread(player) -> list[Notification]:

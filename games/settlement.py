@@ -143,6 +143,18 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
     return done
 
 
+def _ended_now(rnd: Round) -> list[str]:
+    """Record when the round actually ended: a round closed before its end
+    time (a perfect guess, an admin's "Settle now" or "Void") ends now, and
+    ``result["scheduled_end"]`` keeps the end it had. The fields to save."""
+    now = timezone.now()
+    rnd.settled_at = now
+    if rnd.ends_at > now:
+        rnd.result = {**(rnd.result or {}), "scheduled_end": rnd.ends_at.isoformat()}
+        rnd.ends_at = now
+    return ["status", "settled_at", "ends_at", "result"]
+
+
 def _pay(rnd: Round) -> Outcome:
     """Rank, credit prizes, mark settled. Caller holds the round lock."""
     standings = leaderboard.standings_from_db(rnd.pk)
@@ -150,13 +162,12 @@ def _pay(rnd: Round) -> Outcome:
     for s, amount in sorted(paid, key=lambda p: p[0].player_id):  # fixed lock order
         wallet.apply(s.player_id, Currency.DIAMONDS, amount, LedgerEntry.Reason.PRIZE, rnd.pk)
     rnd.status = Round.Status.SETTLED
-    rnd.settled_at = timezone.now()
     rnd.result = {
         "kind": rnd.kind, "pool": rnd.prize_pool, "house": house,
         "payouts": [payouts.row(rnd.kind, standings, s, amt) for s, amt in paid],
         "players": len(standings),
     }
-    rnd.save(update_fields=["status", "settled_at", "result"])
+    rnd.save(update_fields=_ended_now(rnd))
     return Outcome(rnd.pk, "settled", paid, house)
 
 
@@ -169,9 +180,8 @@ def _void(rnd: Round, reason: str) -> Outcome:
         refunded += 1
     Guess.objects.filter(round=rnd, status=Guess.Status.QUEUED).update(status=Guess.Status.REFUNDED)
     rnd.status = Round.Status.VOIDED
-    rnd.settled_at = timezone.now()
     rnd.result = {"voided": reason, "refunded_guesses": refunded}
-    rnd.save(update_fields=["status", "settled_at", "result"])
+    rnd.save(update_fields=_ended_now(rnd))
     return Outcome(rnd.pk, "voided")
 
 

@@ -1,11 +1,10 @@
 """The game's background tasks, on Django's Tasks framework (EchoMQ backend).
 
 Notifications: settlement asks for one per participant (:func:`notify_round`),
-enqueued with ``transaction.on_commit`` (so a rolled-back settlement asks for
-nothing), each on its player's lane (one busy player cannot hold up the
-others) and retried on a database hiccup. A redelivered settle job asks
-again; ``notifications.deliver`` is idempotent (one row per player, round
-and kind), so the extra tasks change nothing. Arguments carry ids only.
+enqueued on commit, each on its player's lane (one busy player cannot hold up
+the others) and retried on a database hiccup; a new round asks for one
+``announce_round``, which tells every player who opted in. Both are idempotent (one row per
+player, round and kind), so a redelivered task changes nothing.
 """
 from __future__ import annotations
 
@@ -21,6 +20,12 @@ from .models import Guess, Round
 log = logging.getLogger("games.tasks")
 
 QUEUE = "cm.tasks"
+
+
+@task(queue_name=QUEUE, lane="round_id", max_attempts=20, backoff_ms=500)
+def announce_round(round_id: str) -> int:
+    """Tell the players who asked that the round opened; how many were told."""
+    return notifications.announce(round_id)
 
 
 @task(queue_name=QUEUE, lane="player_id", max_attempts=20, backoff_ms=500)

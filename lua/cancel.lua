@@ -18,6 +18,7 @@ Errors: EMQNOJOB no such job; EMQSTATE a dead job (remove or requeue it);
 --- @include "now"
 --- @include "lanes"
 --- @include "stats"
+--- @include "unique"
 
 local P, id = arg_job_row(2)
 arg_key(2, P .. 'pending')
@@ -40,6 +41,7 @@ if state == 'pending' and lane and lane ~= '' then
 end
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
+unique_release_row(P, id, KEYS[1])
 redis.call('DEL', KEYS[1])
 count(P, 'cancelled', now_ms(), 1)
 return 'cancelled'

@@ -23,6 +23,7 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "stats"
 --- @include "cancel"
 --- @include "keep"
+--- @include "unique"
 
 arg_count(3)
 local P = arg_prefix(ARGV[1])
@@ -47,6 +48,7 @@ for _, id in ipairs(expired) do
       if stalls > max_stalls then
         redis.call('HSET', jk, 'state', 'dead', 'died', now,
           'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
+        unique_release_row(P, id, jk)
         redis.call('ZADD', KEYS[2], now, id)
         count(P, 'dead', now, 1)
         dead = dead + 1

@@ -15,6 +15,7 @@ Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
 --- @include "args"
 --- @include "lanes"
 --- @include "replies"
+--- @include "unique"
 
 local P, id = arg_job_row(2)
 arg_key(2, P .. 'pending')
@@ -34,5 +35,6 @@ if lane and lane ~= '' then
   lane_settle(P, lane, was)
 end
 for i = 2, 5 do redis.call('ZREM', KEYS[i], id) end
+unique_release_row(P, id, KEYS[1])
 redis.call('DEL', KEYS[1])
 return row[1]

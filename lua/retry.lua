@@ -27,6 +27,7 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "cancel"
 --- @include "stats"
 --- @include "keep"
+--- @include "unique"
 
 local P, id = arg_fenced(6)
 local delay = arg_int(ARGV[4], 'delay_ms', 0, MAX_MS)
@@ -44,6 +45,7 @@ redis.call('HSET', KEYS[1], 'last_error', ARGV[6])
 if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
 if tries >= max_attempts then
   redis.call('HSET', KEYS[1], 'state', 'dead', 'died', now)
+  unique_release_row(P, id, KEYS[1])
   redis.call('ZADD', KEYS[4], now, id)
   count(P, 'dead', now, 1)
   keep_dead(P, now)

@@ -192,7 +192,7 @@ class World:
 # When a script gains an argument, give it here the value that keeps the old
 # behaviour (say {"enqueue": {"priority": 0}}): every case written before it
 # then sends it and still pins what it pinned.
-DEFAULTS: dict[str, dict] = {}
+DEFAULTS: dict[str, dict] = {"enqueue": {"priority": 0, "unique_key": "", "unique_ttl_ms": 0}}
 
 
 def _text(v) -> object:
@@ -203,7 +203,7 @@ def call(script: str, *, pairs=None, keys: dict | None = None, argv: dict | None
          drop: int = 0, extra: tuple = (), **named) -> dict:
     """The KEYS and ARGV of ``script`` from its header's names: ``P`` is the
     vectors' queue unless given; KEYS come from the header's templates
-    (``<id>``, ``<lane>`` filled from the arguments, on the vectors' queue).
+    (``<id>``, ``<lane>``, ``<name>`` filled from the arguments, on the vectors' queue).
     ``pairs`` fills a repeated (a, b) tail; ``keys={i: k}`` / ``argv={i: v}``
     replace position i (1-based); ``drop`` / ``extra`` shorten or lengthen ARGV."""
     lay = headers.layout(script)
@@ -220,7 +220,7 @@ def call(script: str, *, pairs=None, keys: dict | None = None, argv: dict | None
     ks = []
     for _, template in lay["keys"]:
         k = template.replace("emq:{q}:", P)
-        for name in ("id", "lane"):
+        for name in ("id", "lane", "name"):
             if f"<{name}>" in k:
                 k = k.replace(f"<{name}>", str(named.get(name) or (pairs[0][0] if pairs else "")))
         ks.append(k)

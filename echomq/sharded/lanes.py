@@ -37,3 +37,7 @@ class ShardedLanes:
     def deepest(self, n: int = 10) -> list[dict]:
         rows = [row for s in self.queue.shards for row in s.lanes.deepest(n)]
         return sorted(rows, key=lambda r: -r["depth"])[:n]
+
+    def set_rate(self, lane: str, jobs: int | None, per_ms: int | None = None) -> None:
+        """A lane's rate limit is exact: the lane lives on one shard (issue 21)."""
+        self._of(lane).set_rate(lane, jobs, per_ms)

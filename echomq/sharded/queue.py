@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import heapq
 import logging
+import zlib
 from typing import Iterable
 
 from .. import ids, keyspace
-from ..checks import MAX_MS, check_claim, check_int, check_pairs, enqueue_items
+from ..checks import MAX_BATCH, MAX_MS, check_claim, check_int, check_pairs, enqueue_items
 from ..cluster import node_of
 from ..errors import UNAVAILABLE, translate, translated
 from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
+from ..rates import rate_args
+from ..schedules import check_name
 from .batching import NodeBatch, ShardedBatch
 from .lanes import ShardedLanes
 from .parking import ShardParking
@@ -79,25 +82,26 @@ class ShardedQueue:
 
     # -- admission ------------------------------------------------------------
     def enqueue(self, payload, *, job_id: str | None = None, lane: str | None = None,
-                delay_ms: int | None = None) -> tuple[str, str]:
+                delay_ms: int | None = None, **options) -> tuple[str, str]:
+        """As Queue.enqueue (``options``: priority, unique_key, unique_ttl_ms)."""
         job_id = ids.mint("JOB") if job_id is None else job_id
-        return self.shard_for(lane=lane, job_id=job_id).enqueue(payload, job_id=job_id, lane=lane,
-                                                                 delay_ms=delay_ms)
+        return self._placed(lane, job_id, options.get("unique_key")).enqueue(
+            payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
 
     def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
         """As Queue.enqueue_many: every item validated first, then one
         pipeline (one batch per node)."""
         batch = NodeBatch(self.client)
         job_ids = []
-        for payload, job_id, lane, delay_ms in enqueue_items(items):
+        for payload, job_id, lane, delay_ms, options in enqueue_items(items):
             job_id = job_id or ids.mint("JOB")  # minted here: the id may choose the shard
-            job_ids.append(self.shard_for(lane=lane, job_id=job_id).add_enqueue(
-                batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms))
+            job_ids.append(self._placed(lane, job_id, options.get("unique_key")).add_enqueue(
+                batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options))
         out = []
         for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):
                 raise translate(reply)
-            out.append((job_id, Queue.parse_enqueue(reply)))
+            out.append(Queue.enqueued(job_id, reply))
         return out
 
     # -- the lease ------------------------------------------------------------
@@ -365,3 +369,100 @@ class ShardedQueue:
     def has_hot(self) -> bool:
         """Whether any shard may have work, as far as this process knows."""
         return self.turns.has_hot()
+
+    # --- issue 21: schedules, priorities, rate limits, unique jobs ---
+    # Priorities need nothing here: a job's priority orders its own ready set,
+    # on its own shard. The rest, and how each works across shards:
+
+    def _placed(self, lane: str | None, job_id: str, unique_key: str | None) -> Queue:
+        """A job's shard: its lane's; else its unique key's, so every enqueue
+        of a key meets the key's holder; else its id's. (With a lane, a
+        unique key is unique among the lanes of the lane's shard.)"""
+        if lane or not unique_key:
+            return self.shard_for(lane=lane, job_id=job_id)
+        return self.shards[zlib.crc32(keyspace._text(unique_key, "unique_key").encode()) % len(self.shards)]
+
+    def _schedule_shard(self, name: str, lane: str | None) -> int:
+        """A schedule lives on its lane's shard, else on its name's: one
+        shard holds its cursor and enqueues every tick (ticks are jobs of
+        that shard, so each is fired atomically with its cursor)."""
+        if lane:
+            return self.shard_index(lane=lane)
+        return zlib.crc32(check_name(name).encode()) % len(self.shards)
+
+    def _holding(self, name: str) -> Queue | None:
+        """The shard that holds schedule ``name``, or None."""
+        check_name(name)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in self.shards:
+            pipe.exists(f"{shard.prefix}sched:{name}")
+        with translated():
+            found = pipe.execute()
+        return next((s for s, there in zip(self.shards, found) if there), None)
+
+    def schedule(self, name: str, *, lane: str | None = None, **definition) -> str:
+        """As Queue.schedule, on the schedule's shard (see _schedule_shard);
+        a copy left on another shard by an older definition (another lane) is removed."""
+        i = self._schedule_shard(name, lane)
+        answer = self.shards[i].schedule(name, lane=lane, **definition)
+        for j, shard in enumerate(self.shards):
+            if j != i:
+                shard.unschedule(name)
+        return answer
+
+    def schedules(self) -> list[dict]:
+        rows = [row for shard in self.shards for row in shard.schedules()]
+        return sorted(rows, key=lambda r: (r["next_ms"] is None, r["next_ms"] or 0, r["name"]))
+
+    def _schedule_op(self, name: str, op: str) -> bool:
+        shard = self._holding(name)
+        return shard is not None and getattr(shard, op)(name)
+
+    def unschedule(self, name: str) -> bool:
+        return self._schedule_op(name, "unschedule")
+
+    def pause_schedule(self, name: str) -> bool:
+        return self._schedule_op(name, "pause_schedule")
+
+    def resume_schedule(self, name: str) -> bool:
+        return self._schedule_op(name, "resume_schedule")
+
+    def fire_schedules(self, *, limit: int = 1000) -> int:
+        check_int(limit, "limit", 1, MAX_BATCH)
+        return sum(shard.fire_schedules(limit=limit) for shard in self.shards)
+
+    def ready_shards(self) -> list[int]:
+        """The shards with a job ready to claim now (one read-only round trip);
+        a draining consumer asks before it decides the queue is drained."""
+        return self.turns.probe(list(range(len(self.shards))))
+
+    def rate_shares(self, jobs: int, per_ms: int) -> list[tuple[int, int]]:
+        """Each shard's (jobs, per_ms) under a queue-wide limit of ``jobs``
+        per ``per_ms``: the limit is split evenly, since a claim runs on one
+        shard's node and cannot count another's. With at least as many jobs
+        as shards, shard i gets jobs // S (one more for the first jobs % S);
+        with fewer, each gets one job per ceil(per_ms * S / jobs). So the
+        shards together never claim more than the limit; a shard that has
+        no work does not lend its share to the others."""
+        n = len(self.shards)
+        if jobs >= n:
+            return [(jobs // n + (1 if i < jobs % n else 0), per_ms) for i in range(n)]
+        per = min(MAX_MS, -(-per_ms * n // jobs))
+        return [(1, per)] * n
+
+    def set_rate_limit(self, jobs: int | None, per_ms: int | None = None) -> None:
+        """As Queue.set_rate_limit, split over the shards (see rate_shares)."""
+        jobs, per_ms = rate_args(jobs, per_ms)
+        shares = self.rate_shares(jobs, per_ms) if jobs else [(None, None)] * len(self.shards)
+        for shard, (share, per) in zip(self.shards, shares):
+            shard.set_rate_limit(share, per)
+
+    def rate_limit(self) -> dict | None:
+        """The shards' limits summed: jobs and claimed over the longest
+        share's window, with each shard's own view under ``shards``."""
+        views = [s.rate_limit() for s in self.shards]
+        if any(v is None for v in views):
+            return None
+        return {"jobs": sum(v["jobs"] for v in views), "per_ms": max(v["per_ms"] for v in views),
+                "claimed": sum(v["claimed"] for v in views),
+                "window_ms_left": max(v["window_ms_left"] for v in views), "shards": views}

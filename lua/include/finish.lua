@@ -9,12 +9,14 @@
 --- @include "chunks"
 --- @include "cancel"
 --- @include "keep"
+--- @include "unique"
 
 local function finish(P, ids, tokens, now)
   local codes, gone_ids, rows, records, seen = {}, {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local jk = P .. 'job:' .. id
-    local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer')
+    local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer',
+      'unique')
     if not row[1] or seen[id] then
       codes[i] = 0
     elseif row[1] ~= 'active' or row[2] ~= tokens[i] then
@@ -28,6 +30,7 @@ local function finish(P, ids, tokens, now)
       gone_ids[#gone_ids + 1] = id
       rows[#rows + 1] = jk
       if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
+      unique_release(P, id, row[8])
       local claimed = tonumber(row[6] or now)
       records[#records + 1] = id
       -- id (the field), state and duration (finished - claimed) are implied.

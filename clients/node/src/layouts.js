@@ -6,7 +6,7 @@
 // and fails on a difference, and rebuilds each accepted call's KEYS and ARGV
 // from it.
 export const LAYOUTS = {
-  enqueue: { keys: ['job:<id>', 'pending', 'schedule'], argv: ['P', 'id', 'payload', 'lane', 'delay_ms'] },
+  enqueue: { keys: ['job:<id>', 'pending', 'schedule'], argv: ['P', 'id', 'payload', 'lane', 'delay_ms', 'priority', 'unique_key', 'unique_ttl_ms'] },
   claim: { keys: ['pending', 'active', 'ring', 'meta'], argv: ['P', 'lease_ms', 'n', 'consumer'] },
   complete: { keys: ['job:<id>', 'active'], argv: ['P', 'id', 'token'] },
   complete_batch: { keys: ['active', 'meta'], argv: ['P'], repeated: ['id', 'token'] },
@@ -21,6 +21,11 @@ export const LAYOUTS = {
   lane: { keys: ['g:<lane>:meta'], argv: ['P', 'lane', 'op', 'value'] },
   pause: { keys: ['meta'], argv: ['P', 'paused'] },
   counts: { keys: ['pending', 'active', 'schedule', 'dead', 'meta', 'lanes', 'ring'], argv: ['P'] },
+  rate: { keys: ['meta'], argv: ['P', 'jobs', 'per_ms'] },
+  lane_rate: { keys: ['g:<lane>:meta'], argv: ['P', 'lane', 'jobs', 'per_ms'] },
+  schedule_set: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'kind', 'spec', 'tz', 'payload', 'lane', 'priority', 'catch_up', 'next_ms'] },
+  schedule_op: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'op', 'next_ms'] },
+  schedule_fire: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'rev', 'expect', 'next_ms'], repeated: ['tick', 'id'] },
 };
 
 const text = (v) => (typeof v === 'number' || typeof v === 'bigint' ? String(v) : v);
@@ -36,6 +41,7 @@ export function build(script, prefix, args = {}, pairs = []) {
     return text(named[name]);
   });
   for (const pair of pairs) argv.push(...pair.map(text));
-  const keys = layout.keys.map((k) => prefix + k.replace('<id>', named.id ?? '').replace('<lane>', named.lane ?? ''));
+  const keys = layout.keys.map((k) => prefix + k.replace('<id>', named.id ?? '').replace('<lane>', named.lane ?? '')
+    .replace('<name>', named.name ?? ''));
   return { keys, argv };
 }

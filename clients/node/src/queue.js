@@ -68,13 +68,25 @@ export class Queue {
   }
 
   // Admit a job; the JOB id is the idempotency key ('duplicate': nothing changed).
-  async enqueue(payload, { id, lane = '', delayMs = 0 } = {}) {
+  // priority: -100..100, higher first in its lane; a job holding uniqueKey makes
+  // another enqueue with it answer that job's id as the duplicate.
+  async enqueue(payload, { id, lane = '', delayMs = 0, priority = 0, uniqueKey = '', uniqueTtlMs = 0 } = {}) {
     if (!id) throw new ArgumentError('enqueue needs a JOB id (ids.mint("JOB"))');
     checkJobId(id);
     if (lane) checkLane(lane);
     checkInt(delayMs, 'delayMs', 0, MAX_MS);
+    if (!Number.isInteger(priority) || priority < -100 || priority > 100) {
+      throw new ArgumentError(`priority must be an integer in [-100, 100], got ${priority}`);
+    }
+    if (uniqueKey && !/^[A-Za-z0-9._:@/+=-]{1,200}$/.test(uniqueKey)) {
+      throw new ArgumentError(`uniqueKey must be 1 to 200 of [A-Za-z0-9._:@/+=-], got ${uniqueKey}`);
+    }
+    checkInt(uniqueTtlMs, 'uniqueTtlMs', 0, MAX_MS);
+    if (uniqueTtlMs && !uniqueKey) throw new ArgumentError('uniqueTtlMs needs a uniqueKey');
     const body = Buffer.isBuffer(payload) ? payload : Buffer.from(String(payload));
-    const reply = await this.run('enqueue', { id, payload: body, lane, delay_ms: delayMs });
+    const reply = await this.run('enqueue', { id, payload: body, lane, delay_ms: delayMs, priority,
+      unique_key: uniqueKey, unique_ttl_ms: uniqueTtlMs });
+    if (Buffer.isBuffer(reply) || typeof reply === 'string') return { id: String(reply), status: 'duplicate' };
     return { id, status: ENQUEUED[reply] };
   }
 

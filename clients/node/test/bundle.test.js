@@ -22,10 +22,13 @@ test('layouts.js names what every vector file (every Lua header) names', () => {
 
 test('build fills KEYS from the named arguments', () => {
   const P = 'emq:{cm}:';
-  assert.deepEqual(build('enqueue', P, { id: 'JOB0000000000A', payload: 'x', lane: 'PLR0000000000A', delay_ms: 0 }), {
+  assert.deepEqual(build('enqueue', P, { id: 'JOB0000000000A', payload: 'x', lane: 'PLR0000000000A', delay_ms: 0,
+    priority: 5, unique_key: '', unique_ttl_ms: 0 }), {
     keys: ['emq:{cm}:job:JOB0000000000A', 'emq:{cm}:pending', 'emq:{cm}:schedule'],
-    argv: [P, 'JOB0000000000A', 'x', 'PLR0000000000A', '0'],
+    argv: [P, 'JOB0000000000A', 'x', 'PLR0000000000A', '0', '5', '', '0'],
   });
+  assert.deepEqual(build('schedule_op', P, { name: 'nightly', op: 'pause', next_ms: 0 }).keys,
+    ['emq:{cm}:sched:nightly', 'emq:{cm}:schedules']);
   assert.deepEqual(build('complete_batch', P, {}, [['JOB0000000000A', 1], ['JOB0000000000B', 2]]).argv,
     [P, 'JOB0000000000A', '1', 'JOB0000000000B', '2']);
   assert.throws(() => build('enqueue', P, { id: 'JOB0000000000A' }), /needs ARGV payload/);

@@ -40,6 +40,22 @@ CASES = [
     case("lease-at-bound", f"lease_ms = MAX_MS ({MAX_MS}) is accepted", World().pending(A).wake(),
          claim(lease_ms=MAX_MS)),
     case("n-at-bound", f"n = MAX_BATCH ({MAX_BATCH}) is accepted", World().pending(A).wake(), claim(n=MAX_BATCH)),
+    case("rate-cut", "the queue's rate window allows 2 of 3: a fresh window opens now with 2 claimed; the "
+         "reply ends with {queue_wait_ms 60000, lane_wait_ms 0}",
+         World().meta(rate_jobs=2, rate_ms=60000).pending(A).pending(B).pending(C).wake(), claim(n=3)),
+    case("rate-room", "a window with room for the whole claim counts it and adds no tail",
+         World().meta(rate_jobs=5, rate_ms=60000).pending(A).pending(B), claim(n=2)),
+    case("rate-window-over", "a window that has closed starts again at this claim",
+         World().meta(rate_jobs=1, rate_ms=60000, rate_start=1000, rate_count=1).pending(A), claim(n=1)),
+    case("lane-rate-cools", "a lane whose window fills leaves the ring: meta cooling 1, cooling scores it at "
+         "the window's end; the short claim's tail names the lane's wait",
+         World().meta(lane_rates=1).pending(A, lane=L1).pending(B, lane=L1)
+         .raw(key(f"g:{L1}:meta"), {"hash": {"rate_jobs": "1", "rate_ms": "60000"}}), claim(n=5)),
+    case("lane-rate-reopens", "a cooling lane whose window has ended goes back on the ring and is served",
+         World().meta(lane_rates=1).pending(A, lane=L1).ring()
+         .raw(key(f"g:{L1}:meta"), {"hash": {"rate_jobs": "1", "rate_ms": "60000", "rate_start": "1000",
+                                             "rate_count": "1", "cooling": "1"}})
+         .raw(key("cooling"), {"zset": {L1: 61000}}), claim(n=1)),
     *refusals("claim", World().pending(A).wake(), {"lease_ms": 60000, "n": 1, "consumer": CSR},
               {"P": "P", "lease_ms": ("int", 1, MAX_MS), "n": ("int", 1, MAX_BATCH), "consumer": "csr?"}),
 ]

@@ -1,5 +1,5 @@
 """complete: the holder of the lease finishes a job, fenced by its token."""
-from ..dsl import A, B, L1, MAX_TOKEN, World, call, case, now, refusals
+from ..dsl import A, B, L1, MAX_TOKEN, World, call, case, key, now, refusals
 
 
 def complete(job_id=A, token=1, **kw):
@@ -40,6 +40,10 @@ CASES = [
          "counted, no record; EMQCANCELLED", World().active(A, cancel="1"), complete()),
     case("cancelled-lane", "a cancelled laned job also releases its lane", World().active(A, lane=L1, cancel="1"),
          complete()),
+    case("unique-released", "a completed job's unique key (naming it) is released",
+         World().active(A, unique="user:1").raw(key("unique:user:1"), {"string": A}), complete()),
+    case("unique-other-holder", "a unique key another job took after this one's TTL stays with that job",
+         World().active(A, unique="user:1").raw(key("unique:user:1"), {"string": B}), complete()),
     *refusals("complete", World().active(A), {"id": A, "token": 1},
               {"P": "P", "id": "id", "token": ("int", 1, MAX_TOKEN)}),
 ]

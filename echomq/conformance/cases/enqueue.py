@@ -1,5 +1,5 @@
 """enqueue: admission, flat or onto a lane, now or delayed; the JOB id is the idempotency key."""
-from ..dsl import A, B, GES, L1, L2, LIVE, MAX_MS, World, call, case, refusals
+from ..dsl import A, B, C, GES, L1, L2, LIVE, MAX_MS, World, call, case, key, refusals
 
 
 def enqueue(job_id=A, payload="p", lane="", delay_ms=0, **kw):
@@ -45,6 +45,30 @@ CASES = [
          World().dead(A), enqueue()),
     case("kind", "a well-formed id of another brand (GES): EMQKIND and nothing is written",
          None, enqueue(job_id=GES)),
+    case("priority", "a priority is the job's ready score, negated (ZPOPMIN takes the highest first), and a "
+         "field of the row", World().pending(B).wake(), enqueue(priority=7)),
+    case("priority-low-lane", "a negative priority on a lane: score 5 in the lane's set, behind a default job",
+         World().pending(B, lane=L1).wake(), enqueue(lane=L1, priority=-5)),
+    case("priority-delayed", "a delayed job keeps its priority on the row (promote scores it then)",
+         None, enqueue(delay_ms=60000, priority=3)),
+    case("unique-take", "a unique key is taken: unique:<key> holds the id, PEXPIREd at unique_ttl_ms; the row "
+         "names its key", None, enqueue(unique_key="user:1", unique_ttl_ms=60000)),
+    case("unique-no-ttl", "a unique key without a TTL is held until the job ends (no expiry)",
+         None, enqueue(unique_key="user:1")),
+    case("unique-duplicate", "a live holder of the key: answers the holder's id and nothing changes",
+         World().pending(B, unique="user:1").raw(key("unique:user:1"), {"string": B}),
+         enqueue(unique_key="user:1", lane=L1, priority=9)),
+    case("unique-holder-gone", "a key naming a job whose row is gone is free: taken by the new job",
+         World().raw(key("unique:user:1"), {"string": C}), enqueue(unique_key="user:1")),
+    case("unique-ttl-needs-key", "a TTL with no unique key is refused with EMQARG; nothing changes",
+         World().pending(B).wake(), enqueue(unique_ttl_ms=1000)),
     *refusals("enqueue", World().pending(B, lane=L1).wake(), {"id": A, "payload": "p", "lane": L1, "delay_ms": 0},
-              {"P": "P", "id": "id", "lane": "lane?", "delay_ms": ("int", 0, MAX_MS)}),
+              {"P": "P", "id": "id", "lane": "lane?", "delay_ms": ("int", 0, MAX_MS),
+               "priority": [("101", "above", "of 101, one above its bound"), ("-101", "below", "of -101"),
+                            ("+1", "plus", "with a plus sign"), ("-0", "minus-zero", "as -0"),
+                            ("01", "leading-zero", "with a leading zero"), ("1.5", "fraction", "with a fraction"),
+                            ("", "empty", "empty")],
+               "unique_key": [("a b", "space", "with a space"), ("{k}", "brace", "with braces"),
+                              ("x" * 201, "long", "of 201 bytes")],
+               "unique_ttl_ms": ("int", 0, MAX_MS)}),
 ]

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 # The keys whose presence makes a queue exist. ``meta`` outlives the jobs
 # (it holds the running totals), so a queue that has ever completed or
 # dead-lettered a job stays listed.
-QUEUE_KEYS = ("meta", "pending", "active", "schedule", "dead", "lanes")
+QUEUE_KEYS = ("meta", "pending", "active", "schedule", "dead", "lanes", "schedules")
 _QUEUE_KEY = re.compile(
     rb"emq:\{(?P<q>[A-Za-z0-9._-]{1,128})\}:(?P<suffix>" + "|".join(QUEUE_KEYS).encode() + rb")"
 )
@@ -232,7 +232,20 @@ def queue_page(queue: Queue, *, limit: int = 50, lanes: int = 10, minutes: int =
         "completed": recent_completed(queue, min(limit, 50)),
         "limit": limit,
         "shards": shard_rows(queue),
+        "schedules": schedule_rows(queue, now),
+        "rate": queue.rate_limit(),
     }
+
+
+def schedule_rows(queue, now_ms: int) -> list[dict]:
+    """The queue's schedules with their next and last runs as times and words."""
+    rows = queue.schedules()
+    for row in rows:
+        row["spec"] = row["cron"] or f"every {row['every_ms']} ms"
+        for field in ("next_ms", "last_ms"):
+            row[field[:-3] + "_at"] = ms_to_dt(row[field])
+            row[field[:-3] + "_rel"] = relative(row[field], now_ms)
+    return rows
 
 
 def shard_rows(queue) -> list[dict]:

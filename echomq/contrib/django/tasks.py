@@ -26,10 +26,16 @@ fenced by the job's token, so a worker that lost its lease records nothing,
 and a job whose result is already SUCCESSFUL (its worker died before the ack)
 is acknowledged without running again.
 
-Priorities are not offered (``supports_priority = False``): EchoMQ serves
-jobs in admission order within fair lanes, not by priority. Nor is a lease per
-task: the consumer heart-beats every job it holds, so a long task never needs
-a longer lease; the lease is the worker's (``LEASE_MS`` / ``--lease-ms``).
+A task's ``priority`` (``task.using(priority=...)``, -100..100) is its job's:
+higher runs first within its lane (or among the lane-less tasks of its
+queue), equal ones in admission order, and lanes stay fair whatever their
+jobs' priorities. There is no lease per task: the consumer heart-beats every
+job it holds, so a long task never needs a longer lease; the lease is the
+worker's (``LEASE_MS`` / ``--lease-ms``).
+
+A task can also run on a schedule: ``ECHOMQ["SCHEDULES"]`` (see
+:mod:`.schedules`) names it, and ``run_tasks`` / ``run_reaper`` create the
+schedule at startup; each tick is a job carrying :func:`task_payload`.
 """
 from __future__ import annotations
 
@@ -83,6 +89,14 @@ class EchoMQTask(Task):
     backoff_ms: int | None = None
 
 
+def task_payload(backend, task, args_json: str, kwargs_json: str, queue_name: str) -> dict:
+    """The record a task's job carries (and its result starts from): for an
+    enqueue, and for each tick of a task's schedule."""
+    return {"task": task.module_path, "backend": backend.alias, "queue": queue_name, "args": args_json,
+            "kwargs": kwargs_json, "status": TaskResultStatus.READY.value, "enqueued_at": "",
+            "run_after": "", "errors": "[]", "priority": str(int(task.priority))}
+
+
 def result_key(queue_name: str, result_id: str) -> str:
     keyspace.check_job_id(result_id)
     return keyspace.queue_key(queue_name, f"task:{result_id}")
@@ -119,7 +133,7 @@ class EchoMQBackend(BaseTaskBackend):
     supports_defer = True         # run_after -> a delayed job
     supports_async_task = True    # the worker runs coroutines (Task.call)
     supports_get_result = True    # results live in Valkey, readable anywhere
-    supports_priority = False     # EchoMQ has lanes, not priorities
+    supports_priority = True      # the job's priority within its lane (-100..100)
 
     def __init__(self, alias, params):
         super().__init__(alias, params)
@@ -190,9 +204,8 @@ class EchoMQBackend(BaseTaskBackend):
         if task.run_after is not None:
             delay_ms = max(0, math.ceil((task.run_after - now).total_seconds() * 1000))
         job_id = ids.mint("JOB")
-        record = {"task": task.module_path, "backend": self.alias, "queue": queue.name, "args": args_json,
-                  "kwargs": kwargs_json, "status": TaskResultStatus.READY.value, "enqueued_at": _iso(now),
-                  "run_after": _iso(task.run_after), "errors": "[]"}
+        record = task_payload(self, task, args_json, kwargs_json, queue.name)
+        record.update(enqueued_at=_iso(now), run_after=_iso(task.run_after))
         key = result_key(queue.name, job_id)
         pipe = queue.client.pipeline(transaction=True)
         pipe.hset(key, mapping=record)
@@ -200,7 +213,7 @@ class EchoMQBackend(BaseTaskBackend):
         pipe.execute()
         try:
             queue.enqueue(json.dumps(record, separators=(",", ":")), job_id=job_id, lane=lane,
-                          delay_ms=delay_ms)
+                          delay_ms=delay_ms, priority=int(task.priority))
         except BaseException:
             try:
                 queue.client.delete(key)  # no job, so no result either
@@ -248,7 +261,7 @@ class EchoMQBackend(BaseTaskBackend):
         return {**record, "status": TaskResultStatus.FAILED.value, "errors": json.dumps(errors)}
 
     def _result(self, task, result_id: str, record: dict) -> TaskResult:
-        task = task.using(queue_name=record.get("queue") or task.queue_name,
+        task = task.using(queue_name=record.get("queue") or task.queue_name, priority=int(record.get("priority", 0)),
                           run_after=_when(record.get("run_after")), backend=self.alias)
         result = TaskResult(
             task=task, id=result_id, status=TaskResultStatus(record["status"]),
@@ -348,11 +361,14 @@ class Runner:
 
 def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms: int | None = None,
           reap_interval_ms: int = 500, observer=None, consumers_out: list | None = None,
-          health_port: int | None = None, health_addr: str = "127.0.0.1") -> bool:
+          health_port: int | None = None, health_addr: str = "127.0.0.1", burst: bool = False) -> bool:
     """Run one Consumer per queue (and a reaper over them, which also
-    promotes delayed jobs) until SIGTERM/SIGINT; False if a consumer died.
-    Their liveness is on ``health_port`` and told to systemd (``echomq.health``)."""
+    promotes delayed jobs and fires schedules) until SIGTERM/SIGINT; False
+    if a consumer died. Their liveness is on ``health_port`` and told to
+    systemd (``echomq.health``). ``burst``: drain each queue (every task
+    ready now, ``Consumer.drain``) and return instead."""
     from echomq import Consumer, Reaper, health
+    from echomq.consumer import ConsumerCrashed
     from echomq.supervise import run_together
 
     runner = Runner(backend)
@@ -364,6 +380,13 @@ def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms
         getattr(observer, "watch", lambda c: None)(c)  # in-hand gauge reads 0 from the start
     if consumers_out is not None:
         consumers_out.extend(consumers)
+    if burst:
+        try:
+            for c in consumers:
+                c.drain()
+        except ConsumerCrashed:
+            return False
+        return True
     reaper = Reaper(queues, interval_ms=reap_interval_ms) if reap_interval_ms > 0 else None
     loops = consumers + ([reaper] if reaper else [])
     health.watch(loops, port=health_port, addr=health_addr)

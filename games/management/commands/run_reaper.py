@@ -1,14 +1,17 @@
-"""The maintenance loop: reap expired leases, promote due jobs, relay unsent
-guesses, and ask to settle rounds that are due."""
+"""The maintenance loop: reap expired leases, promote due jobs, fire the
+schedules (those of ECHOMQ["SCHEDULES"] are created at startup), relay
+unsent guesses, and ask to settle rounds that are due."""
 import logging
 import time
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.contrib.django.schedules import declared_queues, install
 from games import guesses, leaderboard, settlement, tasks
 from games.management.runner import add_metrics_argument, describe_db
 
@@ -61,7 +64,15 @@ class Command(BaseCommand):
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
-        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, tasks.QUEUE)]
+        try:
+            installed = install()  # ECHOMQ["SCHEDULES"]; this reaper fires them
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        for queue, name, status in installed:
+            if status != "unchanged":
+                log.info(f"reaper: schedule {queue}/{name} {status}")
+        names = [guesses.QUEUE, settlement.QUEUE, tasks.QUEUE]
+        queues = [get_queue(n) for n in names + [n for n in declared_queues() if n not in names]]
         log.info(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
                  f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
