@@ -8,7 +8,15 @@ Read it top to bottom the way it runs:
   for. Claimed jobs go to a local run queue.
 * ``concurrency`` worker threads take jobs from the run queue and call the
   handler. The outcome (complete, retry, drop) is put on the ack list; the
-  fetcher sends it with its next cycle.
+  fetcher sends it with its next cycle. A worker wakes the fetcher only when
+  that gives it a cycle to send (room to claim, or acks with nothing left to
+  run): a wake-up per job would cost a thread switch and a GIL hand-off each.
+* Concurrency adapts by default (``concurrency=None``): one thread to start
+  with, and more, up to MAX_THREADS, while jobs wait and the handlers block
+  (the thread sleeps inside the handler: a network call, a query), since
+  another thread can use the core meanwhile. A handler that only computes
+  keeps one thread: with the GIL, more would take turns, not add speed
+  (see ``_grow``).
 * When a claim comes back short (the queue had nothing more ready), the
   fetcher parks on ``BLPOP emq:{q}:wake emq:{q}:wake:<consumer id>`` for up
   to one beat. An enqueue pushes a token on the first list (and a short claim
@@ -56,6 +64,7 @@ import collections
 import logging
 import queue as _queue
 import random
+import resource
 import signal
 import threading
 import time
@@ -79,6 +88,13 @@ PREFETCH_MAX = 64
 WAIT_BUDGET_S = 0.05
 DEFAULT_BATCH = 50  # most jobs in one handler_many call
 MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is already a bug
+# Adaptive concurrency (concurrency=None): at most MAX_THREADS handler
+# threads; every PROBE_EVERY-th handler call counts whether it slept (a
+# voluntary context switch of its thread), and threads are added while at
+# least half the probed calls did.
+MAX_THREADS = 8
+PROBE_EVERY = 8
+PROBES = 16  # probed calls a decision rests on
 
 
 class ConsumerCrashed(EchoMQError):
@@ -110,6 +126,29 @@ def exponential_backoff(base_ms: int = 1_000, cap_ms: int = 60_000):
 
 
 _DEFAULT_BACKOFF = exponential_backoff()
+
+
+_RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)  # Linux
+
+
+def _thread_clock() -> tuple[int, float, float]:
+    """This thread's voluntary context switches so far (0 where the OS does
+    not count them per thread), CPU time and the wall clock: a probe."""
+    sleeps = resource.getrusage(_RUSAGE_THREAD).ru_nvcsw if _RUSAGE_THREAD is not None else 0
+    return sleeps, time.thread_time(), time.monotonic()
+
+
+def _slept(before: tuple[int, float, float]) -> bool:
+    """Whether the thread blocked since ``before`` (a handler waiting on I/O
+    or a lock): it gave up the CPU (where that is counted) and was off it
+    for a tenth of the wall time or more. Even a fast round trip qualifies
+    (a thread that sleeps pays a wake-up; another thread's work would have
+    filled the gap); a handler that only computes does not, whether it was
+    preempted on a busy machine (not a voluntary switch) or handed the GIL
+    over once in a long computation (off the CPU for a sliver of it)."""
+    sleeps, cpu, wall = _thread_clock()
+    blocked = sleeps > before[0] or _RUSAGE_THREAD is None
+    return blocked and (cpu - before[1]) < 0.9 * (wall - before[2])
 
 
 def _raiser(result):
@@ -155,6 +194,13 @@ class Consumer:
                             (``Retry.delay_ms`` if given) until it has had
                             ``max_attempts``, then dead-lettered with the error.
 
+    ``concurrency`` handler threads run at once; ``None`` (the default)
+    adapts it: one thread, and up to ``MAX_THREADS`` while jobs wait and
+    the handlers block on I/O, so a handler that calls a database or
+    Valkey overlaps its waits without a setting, and one that only computes
+    stays on one thread. Handlers must then be safe to run on several
+    threads at once; pass ``concurrency=1`` for a handler that is not.
+
     ``prefetch`` jobs beyond ``concurrency`` may be claimed ahead (batch
     claim); they are leased and heart-beaten while they wait, and handed back
     unstarted when the consumer stops. ``None`` (the default) adapts it to
@@ -179,7 +225,7 @@ class Consumer:
     """
 
     def __init__(self, queue, handler=None, *, handler_many=None, batch: int | None = None,
-                 concurrency: int = 1, lease_ms: int = 30_000,
+                 concurrency: int | None = None, lease_ms: int = 30_000,
                  max_attempts: int = 3, backoff=None, beat_ms: int = 1_000, prefetch: int | None = None,
                  grace_ms: int = 10_000, name: str | None = None, observer: Observer | None = None,
                  batch_window_ms: int = 0):
@@ -190,9 +236,12 @@ class Consumer:
             raise ArgumentError("batch is the size of a handler_many call; there is no handler_many")
         batch = 1 if handler_many is None else check_int(DEFAULT_BATCH if batch is None else batch, "batch", 1,
                                                          MAX_BATCH)
-        check_int(concurrency, "concurrency", 1, MAX_BATCH // batch)
+        if concurrency is not None:
+            check_int(concurrency, "concurrency", 1, MAX_BATCH // batch)
+        # the most threads this consumer may run: what capacity is checked against
+        most = concurrency or min(MAX_THREADS, MAX_BATCH // batch)
         if prefetch is not None:
-            check_int(prefetch, "prefetch", 0, MAX_BATCH - concurrency * batch)
+            check_int(prefetch, "prefetch", 0, MAX_BATCH - most * batch)
         check_int(lease_ms, "lease_ms", 100, MAX_MS)
         check_int(beat_ms, "beat_ms", 10, MAX_MS)
         check_int(max_attempts, "max_attempts", 1, MAX_COUNT)
@@ -204,7 +253,12 @@ class Consumer:
         self.handler = handler
         self.handler_many = handler_many
         self.batch = batch
-        self.concurrency = concurrency
+        self.growing = concurrency is None  # adaptive concurrency: threads added by _grow
+        self.max_concurrency = most
+        self.concurrency = concurrency or 1  # threads running now
+        self._busy = 0    # threads inside a handler call now
+        self._calls = 0   # handler calls so far (every PROBE_EVERY-th is probed)
+        self._probes = collections.deque(maxlen=PROBES)  # probed calls: True if the thread slept
         self.adaptive = prefetch is None
         self.prefetch = 0 if prefetch is None else prefetch
         self._mean_s: float | None = None  # recent mean handler time (EWMA)
@@ -225,7 +279,7 @@ class Consumer:
         # one blocked call per shard (echomq.parking, echomq.sharded.parking).
         self._parking = queue.parking(self.id)
 
-        self.capacity = concurrency * self.batch + self.prefetch
+        self.capacity = self.concurrency * self.batch + self.prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
         # until half the prefetch is used up, so claims and acks go in batches
         # while the run queue still holds work for the threads.
@@ -264,9 +318,9 @@ class Consumer:
         """Work until ``stop()`` (or SIGTERM / SIGINT when on the main thread)."""
         restore = self._install_signals()
         marked = current_queue.set(self.queue.name)
-        log.info("consumer %s started: queue=%s concurrency=%d prefetch=%s lease_ms=%d",
-                 self.name, self.queue.name, self.concurrency, "auto" if self.adaptive else self.prefetch,
-                 self.lease_ms)
+        log.info("consumer %s started: queue=%s concurrency=%s prefetch=%s lease_ms=%d",
+                 self.name, self.queue.name, f"auto (1-{self.max_concurrency})" if self.growing else self.concurrency,
+                 "auto" if self.adaptive else self.prefetch, self.lease_ms)
         self._start_threads()
         try:
             self._fetch_loop()
@@ -317,6 +371,8 @@ class Consumer:
                 break
             if self.adaptive:
                 self._shed()
+            if self.growing:
+                self._grow()
             try:
                 claimed, _, short = self._cycle(claim=True)
                 failures = 0
@@ -389,13 +445,19 @@ class Consumer:
         """Slots free once the finished jobs are acknowledged (same cycle)."""
         return self.capacity - len(self._in_hand) + len(self._acks)
 
+    def _room(self) -> bool:
+        """Whether the fetcher has a cycle to send (under the lock): enough
+        free slots to claim into, or acks while no handler has work left
+        (the threads are idle, so the acks would only wait)."""
+        return self._free() >= self.refill_at or bool(self._acks and self._running == 0 and self._runq.empty())
+
     def _wait_for_room(self) -> None:
         """Block while there is too little room to claim and nothing urgent to ack."""
         with self._cond:
             while not self._stopping.is_set():
                 self.last_pass = time.monotonic()
                 self._adapt()
-                if self._free() >= self.refill_at or (self._acks and self._running == 0):
+                if self._room():
                     return
                 if self.adaptive and self._stuck():
                     return  # hand the waiting prefetched jobs back (in _cycle)
@@ -561,13 +623,39 @@ class Consumer:
 
     # -- workers ----------------------------------------------------------
     def _start_threads(self) -> None:
-        for i in range(self.concurrency):
-            t = threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{i}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        for _ in range(self.concurrency):
+            self._start_worker()
         hb = threading.Thread(target=self._heartbeat_loop, name=f"{self.name}-heartbeat", daemon=True)
         hb.start()
         self._heartbeat = hb
+
+    def _start_worker(self) -> None:
+        t = threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{len(self._threads)}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _grow(self) -> None:
+        """Adaptive concurrency (the fetcher, between cycles): double the
+        threads, up to max_concurrency, when every thread is busy, jobs wait
+        in the run queue, and at least half the recent probed handler calls
+        slept (their thread blocked on I/O or a lock, leaving the core to
+        others). Threads are never retired: an idle one waits on the run
+        queue and costs nothing."""
+        with self._cond:
+            probes = self._probes
+            if (len(probes) < PROBES or self._busy < self.concurrency or self._runq.empty()
+                    or 2 * sum(probes) < len(probes)):
+                return
+            add = min(self.concurrency, self.max_concurrency - self.concurrency)
+            self.concurrency += add
+            self.capacity = self.concurrency * self.batch + self.prefetch
+            self.growing = self.concurrency < self.max_concurrency
+            probes.clear()  # the next step rests on calls made with the new threads
+        for _ in range(add):
+            self._start_worker()
+        self.stats["threads"] = self.concurrency
+        log.info("consumer %s: handlers block on I/O with jobs waiting; %d threads now", self.name,
+                 self.concurrency)
 
     def _work_loop(self) -> None:
         current_queue.set(self.queue.name)  # this thread's own context, for its log lines
@@ -598,6 +686,10 @@ class Consumer:
             start = time.monotonic()
             for job in jobs:
                 self._started[job.id] = start
+            self._busy += 1
+            self._calls += 1
+            probe = self.growing and self._calls % PROBE_EVERY == 0
+        before = _thread_clock() if probe else None
         for job in jobs:
             self.observer.started(self, job)
         marked = current_job.set(jobs[0].id if len(jobs) == 1 else None)
@@ -605,17 +697,26 @@ class Consumer:
             outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
         finally:
             current_job.reset(marked)
+        slept = before is not None and _slept(before)
         took = (time.monotonic() - start) / len(jobs)
         for job in jobs:
             self.observer.handled(self, job, took)
         with self._cond:
             self._running -= len(jobs)
+            self._busy -= 1
             for job in jobs:
                 self._started.pop(job.id, None)
             self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
+            if before is not None:
+                self._probes.append(slept)
+            first = not self._acks
             self._acks.extend(outs)
             parked = self._parked
-            self._cond.notify_all()
+            # Wake the fetcher only when it has something to do (or, once a
+            # cycle, for the first ack, which a rate-limit wait listens for):
+            # waking it for every job costs a thread switch and a GIL hand-off each.
+            if first or self._room() or self._stopping.is_set():
+                self._cond.notify_all()
         if parked:
             self._send_acks()
 
