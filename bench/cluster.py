@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.cluster            # n=20000 per drain
     .venv/bin/python -m bench.cluster --quick    # n=3000
     .venv/bin/python -m bench.cluster instructions   # server instructions per job (valgrind)
+    .venv/bin/python -m bench.cluster latency        # wake latency, this tree vs main, quiet and busy
 
 Each drain: fill n flat jobs, pause the queue, start the worker processes
 (echomq.Consumer, no-op handler), reset every node's stats, resume, and time
@@ -14,6 +15,15 @@ scripts run) and INFO cpu, summed over the primaries. Rows:
 * 1 node, Queue          -- today's layout
 * 1 node, ShardedQueue   -- the sharding overhead without a cluster
 * 3 primaries, ShardedQueue -- the cluster layout
+
+``latency``: enqueue -> handler start on a 16-shard queue over the 3
+primaries, one idle consumer process (concurrency 2), an open-loop producer
+(40 jobs/s, each on a new lane, so on any shard; the payload is the
+intended send time, so a late producer counts against the queue). The
+consumer parks between jobs, so each job is a wake-up. Rows: this tree and
+``--base`` (main), each quiet and busy (``--busy`` processes spinning on
+the CPU beside it, as other sessions do on this machine), interleaved over
+``--rounds``; p50/p90/p99/max in ms.
 
 The machine this runs on is small and shared: the cluster's three primaries,
 the workers and this process compete for the same cores, so the cluster row
@@ -26,11 +36,13 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,6 +76,124 @@ def worker(a) -> int:
     c = Consumer(q, lambda job: None, concurrency=a.concurrency, prefetch=a.prefetch, lease_ms=30_000)
     print("READY", flush=True)
     c.run()
+    return 0
+
+
+# -- wake latency on a sharded queue --------------------------------------------
+LAT_QUEUE = "benchlat"
+
+
+def lat_worker(a) -> int:
+    """One idle consumer: the handler records now - payload (ms); prints
+    READY, then a RESULT line with the latencies once n jobs are done."""
+    from redis.cluster import RedisCluster
+
+    from echomq import Consumer, ShardedQueue
+
+    q = ShardedQueue(LAT_QUEUE, RedisCluster.from_url(a.url), shards=a.shards)
+    got: list[float] = []
+    done = threading.Event()
+
+    def handler(job):
+        got.append(time.time() * 1000 - float(job.payload))
+        if len(got) >= a.n:
+            done.set()
+
+    c = Consumer(q, handler, concurrency=2)
+    threading.Thread(target=lambda: (done.wait(), c.stop()), daemon=True).start()
+    print("READY", flush=True)
+    c.run()
+    print("RESULT " + json.dumps(got), flush=True)
+    return 0
+
+
+def latency_row(url: str, shards: int, code: Path | None, n: int, rate: float, busy: int, logdir: Path,
+                tag: str) -> dict:
+    from redis.cluster import RedisCluster
+
+    from echomq import ShardedQueue, ids
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(([str(code)] if code else []) + [str(REPO)]))
+    argv = [sys.executable, "-m", "bench.cluster", "lat-worker", "--url", url, "--shards", str(shards), "--n", str(n)]
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    with open(logdir / f"lat-{tag}.log", "w") as err:
+        proc = subprocess.Popen(argv, cwd=code or REPO, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        if proc.stdout.readline().strip() != "READY":
+            return {"status": "worker did not start"}
+        q = ShardedQueue(LAT_QUEUE, RedisCluster.from_url(url), shards=shards)
+        time.sleep(1.0)  # let it park on every shard
+        t0 = time.perf_counter()
+        wall0 = time.time()
+        for i in range(n):
+            due = t0 + i / rate
+            left = due - time.perf_counter()
+            if left > 0:
+                time.sleep(left)
+            q.enqueue(f"{(wall0 + i / rate) * 1000:.3f}".encode(), lane=ids.mint("PLR"))
+        line = proc.stdout.readline()
+        if not line.startswith("RESULT "):
+            return {"status": "no result"}
+        lat = sorted(json.loads(line[7:]))
+        pick = lambda p: lat[min(len(lat) - 1, int(round(p / 100 * len(lat))) - 1)]
+        return {"status": "ok", "p50": pick(50), "p90": pick(90), "p99": pick(99), "max": lat[-1], "n": len(lat)}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        for sp in spinners:
+            sp.kill()
+            sp.wait()
+
+
+def latency(a) -> int:
+    from bench.work import base_code
+
+    from echomq import embedded
+
+    logdir = Path(tempfile.mkdtemp(prefix="emq-bench-lat-"))
+    codes = [("this tree", None)]
+    if a.base != "none":
+        base_code(a.base, logdir / "base")
+        codes.append((a.base, logdir / "base"))
+    n = a.n or (100 if a.quick else 400)
+    rounds = a.rounds or (1 if a.quick else 2)
+    log(f"starting a 3-primary cluster (no replicas, no AOF); logs {logdir}")
+    cluster = embedded.LocalCluster(logdir / "cluster", primaries=3, replicas=0, appendonly=False).start()
+    rows = [(who, code, busy) for busy in (0, a.busy) for who, code in codes]
+    got: dict[tuple, list[dict]] = {(who, busy): [] for who, _, busy in rows}
+    load0 = os.getloadavg()[0]
+    try:
+        for r in range(rounds):
+            for who, code, busy in rows:
+                log(f"round {r + 1}/{rounds}: {who}, {'busy' if busy else 'quiet'}: {n} jobs at {a.rate:.0f}/s")
+                got[(who, busy)].append(latency_row(cluster.url, a.shards, code, n, a.rate, busy, logdir,
+                                                    f"{r}-{who.replace(' ', '_')}-{busy}"))
+    finally:
+        cluster.stop(remove=True)
+    print(f"\nEchoMQ wake latency, enqueue -> handler start (ms): ShardedQueue x{a.shards} on 3 primaries, one "
+          f"idle consumer (concurrency 2), {n} jobs at {a.rate:.0f}/s per row, each on a new lane; busy = "
+          f"{a.busy} processes spinning beside it; {rounds} round(s), rows interleaved, the rounds' jobs pooled; "
+          f"cores {os.cpu_count()}, load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
+    header = ["code", "machine", "p50", "p90", "p99", "max", "status"]
+    table = []
+    for who, _, busy in rows:
+        res = got[(who, busy)]
+        bad = next((x["status"] for x in res if x["status"] != "ok"), "")
+        ok = [x for x in res if x["status"] == "ok"]
+        if not ok:
+            table.append([who, "busy" if busy else "quiet", "-", "-", "-", "-", bad])
+            continue
+        med = lambda k: statistics.median(x[k] for x in ok)
+        table.append([who, "busy" if busy else "quiet", f"{med('p50'):.1f}", f"{med('p90'):.1f}", f"{med('p99'):.1f}",
+                      f"{max(x['max'] for x in ok):.1f}", bad])
+    widths = [max(len(str(x[i])) for x in [header] + table) for i in range(len(header))]
+    for line in [header, ["-" * w for w in widths]] + table:
+        print("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+    print("p50/p90/p99: the median over the rounds of each round's percentile; max: the worst job of any round.")
+    shutil.rmtree(logdir, ignore_errors=True)
     return 0
 
 
@@ -364,6 +494,18 @@ def main(argv=None) -> int:
     i.add_argument("--quick", action="store_true")
     i.add_argument("--shards", type=int, default=6)
     i.add_argument("--claims", default="65,3", help="claim sizes, in turn (default 65,3)")
+    lw = sub.add_parser("lat-worker", help="(internal) the latency run's consumer")
+    lw.add_argument("--url", required=True)
+    lw.add_argument("--shards", type=int, default=16)
+    lw.add_argument("--n", type=int, required=True)
+    lt = sub.add_parser("latency", help="wake latency on a 16-shard queue, this tree vs --base, quiet and busy")
+    lt.add_argument("--quick", action="store_true", help="100 jobs per row, 1 round")
+    lt.add_argument("--n", type=int, help="jobs per row (default 400)")
+    lt.add_argument("--rate", type=float, default=40.0, help="jobs/s of the open-loop producer")
+    lt.add_argument("--shards", type=int, default=16)
+    lt.add_argument("--busy", type=int, default=2, help="CPU spinners beside the busy rows")
+    lt.add_argument("--rounds", type=int, help="default 2; quick 1")
+    lt.add_argument("--base", default="main", help="also run main's code ('none': not)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int)
     ap.add_argument("--shards", type=int, default=6)
@@ -377,6 +519,10 @@ def main(argv=None) -> int:
         return worker(a)
     if a.cmd == "instructions":
         return instructions(a)
+    if a.cmd == "lat-worker":
+        return lat_worker(a)
+    if a.cmd == "latency":
+        return latency(a)
 
     from echomq import embedded
 

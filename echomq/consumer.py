@@ -22,9 +22,9 @@ Read it top to bottom the way it runs:
   to one beat. An enqueue pushes a token on the first list (and a short claim
   empties it, so no stale token wakes a consumer for nothing); a worker that
   finishes jobs while the fetcher is parked sends their acks itself, in one
-  round trip (on a sharded queue it rings the fetcher's doorbell instead), so
-  an idle consumer costs one blocked call per beat and a finished job is
-  acknowledged at once.
+  round trip (it rings the fetcher's doorbell only when Valkey is
+  unreachable), so an idle consumer costs one blocked call per beat, a
+  finished job is acknowledged at once, and the fetcher stays parked.
 * ``batch_window_ms`` (handler_many only): when a wake token ends a park
   within two windows of the previous wake-up (jobs are streaming in), the
   fetcher waits that long before it claims, so jobs arriving close together
@@ -84,7 +84,7 @@ CONNECTION_ERRORS = (Unavailable,)  # the core maps redis-py's errors to it (err
 # Adaptive prefetch: claim ahead at most PREFETCH_MAX jobs, and only as many
 # as the threads get through in WAIT_BUDGET_S by the handlers' recent mean
 # time, so a prefetched job waits about that long at most.
-PREFETCH_MAX = 64
+PREFETCH_MAX = 128
 WAIT_BUDGET_S = 0.05
 DEFAULT_BATCH = 50  # most jobs in one handler_many call
 MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is already a bug
@@ -723,21 +723,19 @@ class Consumer:
     def _send_acks(self) -> None:
         """The fetcher is parked (nothing was ready at its last claim): send
         the acks from this thread in one round trip, rather than ring it
-        awake for a cycle of its own and a claim that finds nothing. A
-        sharded queue's doorbell is local and cheap, so it is rung instead;
-        so is the plain doorbell when Valkey is unreachable (the acks are put
-        back, and the fetcher, which is failing too, sends them later)."""
-        if not self._parking.rings_locally:
-            try:
-                self._cycle(claim=False)
-                return
-            except CONNECTION_ERRORS:
-                pass
-        self._ring()
+        awake for a cycle of its own and a claim that finds nothing -- on a
+        sharded queue that would also end and send again its parked call on
+        every shard. The doorbell is rung only when Valkey is unreachable
+        (the acks are put back, and the fetcher, which is failing too,
+        sends them later)."""
+        try:
+            self._cycle(claim=False)
+        except CONNECTION_ERRORS:
+            self._ring()
 
     def _ring(self) -> None:
-        """Wake the parked fetcher: a sharded queue's local doorbell, else
-        this consumer's doorbell list in Valkey (it never raises)."""
+        """Wake the parked fetcher: a sharded queue's local doorbell, or a
+        plain queue's doorbell list in Valkey (it never raises)."""
         self._parking.ring()
 
     def _delay(self, job: Job, asked=None) -> int:

@@ -4,7 +4,6 @@ Both queue kinds hand a consumer an object with the same three calls:
 ``wait(timeout_s)`` blocks until new work may be ready (truthy then), the
 consumer's doorbell rings, or the timeout; ``ring()`` wakes the waiter from
 another thread and never raises; ``close()`` lets go of what it holds.
-``rings_locally`` says whether ringing costs a round trip to Valkey.
 
 :class:`Parking` is a plain queue's: one ``BLPOP`` on the queue's wake list
 and the consumer's own doorbell list. A sharded queue's parks on every shard
@@ -18,8 +17,6 @@ from .errors import translated
 
 class Parking:
     """A consumer's wait on a plain queue: ``BLPOP <wake list> <doorbell>``."""
-
-    rings_locally = False  # ring() is an LPUSH to the doorbell list
 
     def __init__(self, queue, consumer: str):
         self.queue = queue

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -205,3 +206,39 @@ def test_an_idle_sharded_consumer_is_cheap_and_wakes_at_once(valkey_cluster, rc,
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_park_does_not_stall_on_a_blpop_that_reached_its_node_after_the_unblock(rc):
+    """A wake-up ends the other shards' parked BLPOPs with CLIENT UNBLOCK,
+    sent on another connection, so a node may run the UNBLOCK first (it
+    answers 0) and the BLPOP after it, which then blocks for its whole
+    timeout. Here one shard's BLPOP is held back 50 ms to make that happen
+    every time: neither the wake-up nor the next wait may stall on it."""
+    q = ShardedQueue("late", rc, shards=4)
+    parking = q.parking(ids.mint("CSR"))
+    for i in range(len(q.shards)):
+        q.turns.answered(i, 0, 1)  # nothing hot: the waits park
+    conn = parking._conn(3)[2]
+    send = conn.send_command
+
+    def late_blpop(*args, **kw):
+        if args[0] == "BLPOP":
+            threading.Timer(0.05, send, args, kw).start()
+        else:
+            send(*args, **kw)
+
+    conn.send_command = late_blpop
+    try:
+        threading.Timer(0.01, parking.ring).start()
+        t0 = time.perf_counter()
+        assert parking.wait(5.0) == []  # the doorbell
+        first = time.perf_counter() - t0
+        time.sleep(0.2)  # the held-back BLPOP has reached the node and blocks there
+        conn.send_command = send
+        threading.Timer(0.05, lambda: q.enqueue(b"x", lane=ids.mint("PLR"))).start()
+        t0 = time.perf_counter()
+        assert parking.wait(5.0)  # the token's shard, not a stall on shard 3
+        second = time.perf_counter() - t0
+    finally:
+        parking.close()
+    assert first < 1.0 and second < 1.0, (first, second)
