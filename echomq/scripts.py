@@ -6,8 +6,8 @@ exists. Calls go out as EVALSHA; a NOSCRIPT reply (a restarted or flushed
 server) loads the script and tries again, which is safe because a script that
 was not found did not run. Errors come back typed (``errors.translate``).
 
-The argument limits are named once, in ``lua/include/args.lua`` and
-``keep.lua``; :data:`LIMITS` reads them from there for the Python checks.
+The argument limits are named once, in ``lua/include/args.lua``,
+``keep.lua`` and ``events.lua``; :data:`LIMITS` reads them from there for the Python checks.
 """
 from __future__ import annotations
 
@@ -65,13 +65,14 @@ def load(name: str) -> Script:
 NAMES = (
     "enqueue", "claim", "complete", "complete_batch", "retry", "extend", "release",
     "reap", "promote", "requeue", "remove", "cancel", "lane", "pause", "counts",
+    "progress", "result", "wait", "enqueue_flow",  # issue 22: events, progress, wait, flows
 )
 BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
 
 _LIMIT = re.compile(r"^local ((?:MAX|KEEP)_[A-Z_]+) = (\d+)", re.M)
 LIMITS: dict[str, int] = {
     name: int(value)
-    for inc in ("args", "keep")
+    for inc in ("args", "keep", "events")
     for name, value in _LIMIT.findall((LUA_DIR / "include" / f"{inc}.lua").read_text())
 }
 

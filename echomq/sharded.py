@@ -46,7 +46,8 @@ from typing import Iterable, Mapping
 from . import ids, keyspace
 from .cluster import TRANSIENT_ERRORS, is_cluster, pipeline_by_node
 from .cluster import pipeline as cluster_pipeline
-from .errors import ArgumentError, InvalidName
+from . import events as _events
+from .errors import ArgumentError, InvalidName, JobNotFound
 from .errors import UNAVAILABLE, Unavailable
 from .errors import translate as _typed
 from .queue import (DEFAULT_LEASE_MS, MAX_BATCH, MAX_COUNT, MAX_MS, Queue, Reaped, check_int, check_items,
@@ -564,6 +565,68 @@ class ShardedQueue:
 
     def has_hot(self) -> bool:
         return bool(self._hot)
+
+    # --- issue 22: events, progress, wait, flows ---
+    # Each shard keeps its own stream, waiters and flows; these answer for the
+    # whole queue. (progress, set_result and children_results take a job id
+    # first and reach its shard through __getattr__ above.)
+    def set_events(self, maxlen: int | None) -> None:
+        """As :meth:`Queue.set_events`, on every shard (each caps its own stream)."""
+        for shard in self.shards:
+            shard.set_events(maxlen)
+
+    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100):
+        """Every shard's events, each shard's in its order, interleaved by
+        time (:func:`echomq.events.merged`). An event's ``cursor`` names a
+        position in every shard: pass it as ``after`` to resume."""
+        _events.check_cursor(after, len(self.shards))
+        if block_ms is not None:
+            check_int(block_ms, "block_ms", 0, MAX_MS)
+        return _events.merged(self.shards, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH))
+
+    def recent_events(self, limit: int = 100, **match) -> list:
+        """As :meth:`Queue.recent_events`, over the shards, newest first."""
+        rows = [s.recent_events(limit, **match) for s in self.shards]
+        newest = heapq.merge(*rows, key=lambda e: (_events.id_key(e.id), e.index), reverse=True)
+        return [e for _, e in zip(range(limit), newest)]
+
+    def event_history(self, job_id: str) -> list:
+        """The job's events, from the shard whose stream has them."""
+        for shard in [self.locate(job_id)] + self.shards:
+            found = shard.event_history(job_id)
+            if found:
+                return found
+        return []
+
+    def event_stats(self) -> dict:
+        """Each shard's stream figures, summed; readers named per shard."""
+        per = [(s.name, s.event_stats()) for s in self.shards]
+        return {"maxlen": per[0][1]["maxlen"], "length": sum(st["length"] for _, st in per),
+                "added": sum(st["added"] for _, st in per),
+                "readers": {f"{name}/{r}": v for name, st in per for r, v in st["readers"].items()},
+                "shards": dict(per)}
+
+    def wait(self, job_id: str, timeout_s: float) -> str:
+        """As :meth:`Queue.wait`: on the shard that holds the job's row, else
+        on the one whose records say it completed."""
+        shard = self.locate(job_id)
+        try:
+            return shard.wait(job_id, timeout_s)
+        except JobNotFound:
+            for other in self.shards:
+                if other is not shard and other.find(job_id) is not None:
+                    return other.wait(job_id, timeout_s)
+            raise
+
+    def enqueue_flow(self, parent, children, *, on_child_failure: str = "fail"):
+        """As :meth:`Queue.enqueue_flow`; the whole flow goes to the parent's
+        shard (its lane's, else its id's), so every step stays one script."""
+        item = dict(parent) if isinstance(parent, Mapping) else {"payload": parent}
+        item.setdefault("job_id", None)
+        if item["job_id"] is None:
+            item["job_id"] = ids.mint("JOB")
+        shard = self.shard_for(lane=item.get("lane"), job_id=item["job_id"])
+        return shard.enqueue_flow(item, children, on_child_failure=on_child_failure)
 
 
 class ShardedLanes:

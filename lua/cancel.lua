@@ -18,6 +18,8 @@ Errors: EMQNOJOB no such job; EMQSTATE a dead job (remove or requeue it);
 --- @include "now"
 --- @include "lanes"
 --- @include "stats"
+--- @include "events"
+--- @include "ended"
 
 arg_count(2)
 local P = arg_prefix(ARGV[1])
@@ -26,11 +28,14 @@ arg_key(1, P .. 'job:' .. id)
 arg_key(2, P .. 'pending')
 arg_key(3, P .. 'schedule')
 
-local row = redis.call('HMGET', KEYS[1], 'state', 'lane')
+local row = redis.call('HMGET', KEYS[1], 'state', 'lane', 'cancel')
 local state, lane = row[1], row[2]
 if not state then return redis.error_reply('EMQNOJOB no job ' .. id) end
 if state == 'active' then
-  redis.call('HSET', KEYS[1], 'cancel', '1')
+  if row[3] ~= '1' then  -- marked once: a repeated cancel changes nothing
+    redis.call('HSET', KEYS[1], 'cancel', '1')
+    emit_row(P, 'cancelling', id, KEYS[1], '')
+  end
   return 'cancelling'
 end
 if state == 'dead' then
@@ -43,6 +48,8 @@ if state == 'pending' and lane and lane ~= '' then
 end
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
+emit_row(P, 'cancelled', id, KEYS[1], '')
+ended(P, id, KEYS[1], 'cancelled')
 redis.call('DEL', KEYS[1])
 count(P, 'cancelled', now_ms(), 1)
 return 'cancelled'

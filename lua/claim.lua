@@ -29,6 +29,7 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "lanes"
 --- @include "chunks"
 --- @include "skiplist"
+--- @include "events"
 
 arg_count(4)
 local P = arg_prefix(ARGV[1])
@@ -45,11 +46,14 @@ if redis.call('HGET', KEYS[4], 'paused') == '1' then return {} end
 local now = now_ms()
 local deadline = now + lease
 local out, leases = {}, {}
+local events = events_batch(P)
+local claimed = '{"lease_deadline":' .. deadline .. (consumer ~= '' and (',"consumer":"' .. consumer .. '"') or '') .. '}'
 
 local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
   local token = redis.call('HINCRBY', jk, 'attempts', 1)
   redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'consumer', consumer)
+  events_add(events, id, lane, token)
   leases[#leases + 1] = deadline
   leases[#leases + 1] = id
   out[#out + 1] = id
@@ -86,4 +90,5 @@ end
 -- batch goes into a skiplist (see skiplist.lua).
 zadd_many(KEYS[2], leases)
 if taken < n then redis.call('DEL', P .. 'wake') end  -- every token left is stale (see above)
+emit_batch(P, 'claimed', events, claimed)
 return out

@@ -33,4 +33,4 @@ local m = redis.call('HMGET', KEYS[5], 'completed', 'dead', 'paused', 'cancelled
 return {pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]),
   redis.call('ZCARD', KEYS[4]), tonumber(m[1] or '0'), tonumber(m[2] or '0'),
   #lanes, redis.call('LLEN', KEYS[7]), m[3] == '1' and 1 or 0, tonumber(m[4] or '0'),
-  redis.call('ZCARD', P .. 'done')}
+  redis.call('ZCARD', P .. 'done'), redis.call('ZCARD', P .. 'waiting')}

@@ -17,6 +17,7 @@ Errors:  EMQKIND when the id is not JOB-branded; EMQARG for any other bad
 --- @include "now"
 --- @include "wake"
 --- @include "lanes"
+--- @include "events"
 
 arg_count(5)
 local P = arg_prefix(ARGV[1])
@@ -36,6 +37,7 @@ if lane ~= '' then redis.call('HSET', KEYS[1], 'lane', lane) end
 if delay > 0 then
   redis.call('HSET', KEYS[1], 'state', 'scheduled')
   redis.call('ZADD', KEYS[3], now + delay, id)
+  emit(P, 'enqueued', id, lane, 0, '{"run_at":' .. (now + delay) .. '}')
   return 2
 end
 if lane ~= '' then
@@ -47,4 +49,5 @@ else
   redis.call('ZADD', KEYS[2], 0, id)
 end
 wake(P, 1)
+emit(P, 'enqueued', id, lane, 0, '')
 return 1

@@ -12,6 +12,7 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
+--- @include "events"
 
 arg_count(2)
 local P = arg_prefix(ARGV[1])
@@ -22,6 +23,9 @@ local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, l
 for _, id in ipairs(due) do
   redis.call('ZREM', KEYS[1], id)
   local jk = P .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 1 then make_ready(P, id, jk) end
+  if redis.call('EXISTS', jk) == 1 then
+    make_ready(P, id, jk)
+    emit_row(P, 'promoted', id, jk, '')
+  end
 end
 return #due

@@ -23,6 +23,8 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "stats"
 --- @include "cancel"
 --- @include "keep"
+--- @include "events"
+--- @include "ended"
 
 arg_count(3)
 local P = arg_prefix(ARGV[1])
@@ -49,9 +51,12 @@ for _, id in ipairs(expired) do
           'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
         redis.call('ZADD', KEYS[2], now, id)
         count(P, 'dead', now, 1)
+        emit_row(P, 'dead', id, jk, '{"error":"stalled ' .. stalls .. ' times","stalls":' .. stalls .. '}')
+        ended(P, id, jk, 'dead')
         dead = dead + 1
       else
         make_ready(P, id, jk)
+        emit_row(P, 'stalled', id, jk, '{"stalls":' .. stalls .. '}')
         returned = returned + 1
       end
     end

@@ -22,6 +22,7 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "replies"
 --- @include "fence"
 --- @include "cancel"
+--- @include "events"
 
 local P, id = arg_fenced(3)
 
@@ -37,4 +38,5 @@ redis.call('HINCRBY', KEYS[1], 'base', 1)
 local lane = redis.call('HGET', KEYS[1], 'lane')
 if lane and lane ~= '' then lane_release_active(P, lane) end
 make_ready(P, id, KEYS[1])
+emit_row(P, 'released', id, KEYS[1], '')
 return 1

@@ -15,6 +15,8 @@ Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
 --- @include "args"
 --- @include "lanes"
 --- @include "replies"
+--- @include "events"
+--- @include "ended"
 
 arg_count(2)
 local P = arg_prefix(ARGV[1])
@@ -37,5 +39,7 @@ if lane and lane ~= '' then
   lane_settle(P, lane, was)
 end
 for i = 2, 5 do redis.call('ZREM', KEYS[i], id) end
+emit_row(P, 'removed', id, KEYS[1], '{"was":"' .. row[1] .. '"}')
+ended(P, id, KEYS[1], 'removed')
 redis.call('DEL', KEYS[1])
 return row[1]

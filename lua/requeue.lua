@@ -16,6 +16,7 @@ Errors: EMQNOJOB no such job; EMQSTATE the job is not dead;
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
+--- @include "events"
 
 arg_count(2)
 local P = arg_prefix(ARGV[1])
@@ -32,4 +33,6 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('HSET', KEYS[1], 'base', row[2], 'stalled', 0)
 redis.call('HDEL', KEYS[1], 'died')
 make_ready(P, id, KEYS[1])
+redis.call('PERSIST', P .. 'flow:' .. id)  -- a flow parent's children's record (flow.lua)
+emit_row(P, 'requeued', id, KEYS[1], '')
 return 1

@@ -27,6 +27,8 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "cancel"
 --- @include "stats"
 --- @include "keep"
+--- @include "events"
+--- @include "ended"
 
 local P, id = arg_fenced(6)
 local delay = arg_int(ARGV[4], 'delay_ms', 0, MAX_MS)
@@ -52,9 +54,12 @@ if tries >= max_attempts then
   redis.call('HSET', KEYS[1], 'state', 'dead', 'died', now)
   redis.call('ZADD', KEYS[4], now, id)
   count(P, 'dead', now, 1)
+  emit(P, 'dead', id, row[3], row[1], cjson.encode({error = brief(ARGV[6])}))
+  ended(P, id, KEYS[1], 'dead')
   keep_dead(P, now)
   return 'dead'
 end
 redis.call('HSET', KEYS[1], 'state', 'scheduled')
 redis.call('ZADD', KEYS[3], now + delay, id)
+emit(P, 'retried', id, row[3], row[1], cjson.encode({run_at = now + delay, delay_ms = delay, error = brief(ARGV[6])}))
 return 'scheduled'

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from echomq import ArgumentError, KindError, Queue, ids
-from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN
+from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN
 from echomq.scripts import NAMES
 
 NOT_INTEGERS = ["", "abc", "nan", "NaN", "inf", "-inf", "Infinity", "-1", "1e400", "1e3", "1.5", "0x10",
@@ -39,6 +39,8 @@ def everything(client) -> dict:
             out[key] = client.lrange(key, 0, -1)
         elif kind == "set":
             out[key] = sorted(client.smembers(key))
+        elif kind == "stream":  # the event stream: every entry, ids included
+            out[key] = client.xrange(key)
         else:
             out[key] = client.get(key)
     return out
@@ -61,6 +63,11 @@ def bad_values(kind):
         return [(v, ArgumentError) for v in ["", "2", "yes", "true", "01", "-1"]]
     if kind == "op":
         return [(v, ArgumentError) for v in ["", "PAUSE", "drop", "limit "]]
+    if kind == "policy":
+        return [(v, ArgumentError) for v in ["", "FAIL", "ignore ", "skip", "1"]]
+    if kind in ("json", "json_text"):  # progress (1 KB) / result (MAX_TEXT) values
+        limit = MAX_PROGRESS if kind == "json" else MAX_TEXT
+        return [(v, ArgumentError) for v in ["", "{", "not json", "[1,", '"' + "x" * limit + '"']]
     if isinstance(kind, tuple):  # an integer in [lo, hi]
         lo, hi = kind
         vals = NOT_INTEGERS + [str(hi + 1)] + ([str(lo - 1)] if lo > 0 else [])
@@ -120,6 +127,11 @@ class World:
             "lane": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "limit", "2"], ["P", "lane", "op", (0, MAX_COUNT)]),
             "pause": ((q.k_meta,), [P, "1"], ["P", "flag"]),
             "counts": ((q.k_pending, q.k_active, q.k_schedule, q.k_dead, q.k_meta, q.k_lanes, q.k_ring), [P], ["P"]),
+            "progress": (fenced[0], fenced[1] + ['{"done":1}'], fenced[2] + ["json"]),
+            "result": (fenced[0], fenced[1] + ['{"sum":3}'], fenced[2] + ["json_text"]),
+            "wait": ((q.job_key(self.pending),), [P, self.pending], ["P", "id"]),
+            "enqueue_flow": ((q.job_key(new),), [P, new, b"parent", self.lane, "fail", ids.mint("JOB"), b"child", ""],
+                             ["P", "id", "any", "lane?", "policy", "id", "any", "lane?"]),
         }[name]
 
 
