@@ -4,7 +4,8 @@ Two sides, both without Django:
 
 * :class:`QueueCollector` reads each queue's state from Valkey when scraped
   (job counts per state, completed and dead totals, lanes, oldest pending
-  age, lease expiries reaped). Valkey is the source of truth, so any process
+  age, lease expiries reaped, the event stream's length, cap, entries added
+  and each named reader's lag). Valkey is the source of truth, so any process
   may serve it; the Django endpoint does (``echomq.contrib.django.metrics``).
 * :class:`ConsumerMetrics` is a consumer ``Observer``: what one worker
   process did (jobs by outcome, handler time, claim-to-start wait,
@@ -74,6 +75,15 @@ class QueueCollector:
         paused = GaugeMetricFamily("echomq_queue_paused", "1 when the queue is paused", labels=["queue"])
         oldest = GaugeMetricFamily("echomq_queue_oldest_pending_age_seconds",
                                    "Age of the oldest ready job (0 when none)", labels=["queue"])
+        ev_len = GaugeMetricFamily("echomq_events_length", "Entries kept in the queue's event stream",
+                                   labels=["queue"])
+        ev_cap = GaugeMetricFamily("echomq_events_maxlen", "The event stream's cap (about; 0: events off)",
+                                   labels=["queue"])
+        ev_added = CounterMetricFamily("echomq_events_added", "Entries appended to the event stream since it began",
+                                       labels=["queue"])
+        ev_lag = GaugeMetricFamily("echomq_events_reader_lag_seconds",
+                                   "How far behind the newest entry a named reader's last position is",
+                                   labels=["queue", "reader"])
         try:
             for q in self.queues():
                 c = q.counts()
@@ -85,12 +95,18 @@ class QueueCollector:
                 paused.add_metric([q.name], int(c["paused"]))
                 reaped.add_metric([q.name], int(q.client.hget(q.k_meta, "reaped") or 0))
                 oldest.add_metric([q.name], oldest_pending_age_s(q) if c["pending"] else 0.0)
+                ev = q.event_stats()
+                ev_len.add_metric([q.name], ev["length"])
+                ev_cap.add_metric([q.name], ev["maxlen"])
+                ev_added.add_metric([q.name], ev["added"])
+                for reader, r in ev["readers"].items():
+                    ev_lag.add_metric([q.name, reader], r["lag_s"])
             up.add_metric([], 1)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             up.add_metric([], 0)
             yield up
             return
-        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest)
+        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest, ev_len, ev_cap, ev_added, ev_lag)
 
 
 def oldest_pending_age_s(q) -> float:
