@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .cluster import node_client, pipeline
-from .errors import ArgumentError, EchoMQError, JobNotFound, translate, translated
+from .errors import ArgumentError, EventsLost, JobNotFound, translate, translated
 from .scripts import LIMITS
 
 TYPES = ("enqueued", "claimed", "completed", "retried", "dead", "stalled", "released", "promoted",
@@ -50,17 +50,6 @@ READER = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 SLICE_MS = 1_000       # a blocking call waits at most this long (below any socket timeout we set)
 SCAN_PAGE = 1_000      # entries per XREVRANGE of a backwards scan
 REPORT_EVERY_S = 1.0   # a named reader records its position at most this often
-
-
-class EventsLost(EchoMQError):
-    """The position a reader resumes from is no longer in the stream: the
-    entries after it may have been trimmed (the cap, ``Queue.set_events``).
-    ``first`` is the oldest id still there; read the state afresh and go on
-    from it. (Conservative: raised whenever the position itself is gone.)"""
-
-    def __init__(self, message: str, first: str):
-        super().__init__(message)
-        self.first = first
 
 
 @dataclass(frozen=True, slots=True)

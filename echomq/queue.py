@@ -616,11 +616,11 @@ class Queue:
         return _flows.Flow(pid, kids, "enqueued" if reply == 1 else "duplicate")
 
     @_mapped
-    def children_results(self, parent_id: str) -> dict:
-        """How each child of flow parent ``parent_id`` ended: {child id:
+    def children_results(self, job_id: str) -> dict:
+        """How each child of flow parent ``job_id`` ended: {child id:
         {"state": "pending" | "completed" | "dead" | "cancelled" | "removed",
         "result": ... (completed), "error": ... (dead)}}; {} when it has none."""
-        return _flows.parse_children(self.client.hgetall(self.prefix + "flow:" + keyspace.check_job_id(parent_id)))
+        return _flows.parse_children(self.client.hgetall(self.prefix + "flow:" + keyspace.check_job_id(job_id)))
 
 
 __all__ = ["Queue", "Job", "Reaped", "EchoMQError", "DEFAULT_LEASE_MS"]

@@ -50,8 +50,8 @@ from . import events as _events
 from .errors import ArgumentError, InvalidName, JobNotFound
 from .errors import UNAVAILABLE, Unavailable
 from .errors import translate as _typed
-from .queue import (DEFAULT_LEASE_MS, MAX_BATCH, MAX_COUNT, MAX_MS, Queue, Reaped, check_int, check_items,
-                    check_pairs)
+from .queue import (DEFAULT_LEASE_MS, MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, Queue, Reaped, _json_value,
+                    check_int, check_items, check_pairs, check_seconds)
 from .scripts import Batch
 
 log = logging.getLogger("echomq.sharded")
@@ -568,8 +568,17 @@ class ShardedQueue:
 
     # --- issue 22: events, progress, wait, flows ---
     # Each shard keeps its own stream, waiters and flows; these answer for the
-    # whole queue. (progress, set_result and children_results take a job id
-    # first and reach its shard through __getattr__ above.)
+    # whole queue. (children_results takes a job id first and reaches its
+    # shard through __getattr__ above.)
+    def progress(self, job_id: str, attempts: int, value) -> bool:
+        """As :meth:`Queue.progress` (the value checked before the job is looked for)."""
+        _json_value(value, "progress", MAX_PROGRESS)
+        return self.locate(job_id).progress(job_id, attempts, value)
+
+    def set_result(self, job_id: str, attempts: int, value) -> bool:
+        _json_value(value, "result", MAX_TEXT)
+        return self.locate(job_id).set_result(job_id, attempts, value)
+
     def set_events(self, maxlen: int | None) -> None:
         """As :meth:`Queue.set_events`, on every shard (each caps its own stream)."""
         for shard in self.shards:
@@ -609,6 +618,7 @@ class ShardedQueue:
     def wait(self, job_id: str, timeout_s: float) -> str:
         """As :meth:`Queue.wait`: on the shard that holds the job's row, else
         on the one whose records say it completed."""
+        check_seconds(timeout_s, "timeout_s")
         shard = self.locate(job_id)
         try:
             return shard.wait(job_id, timeout_s)

@@ -13,6 +13,7 @@ ARGV[2] id
 Replies: 'cancelled' (removed), 'cancelling' (leased: marked).
 Errors: EMQNOJOB no such job; EMQSTATE a dead job (remove or requeue it);
         EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:  cancelled, or cancelling the first time a leased job is marked.
 ]]
 --- @include "args"
 --- @include "now"

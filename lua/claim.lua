@@ -23,6 +23,7 @@ A claim that takes fewer than n leaves nothing ready, so it empties the wake
 list (P..'wake'): a token left there would only wake a consumer to claim
 nothing. Tokens are pushed for work made ready later, so none is lost.
 Errors: EMQARG for a bad argument (nothing changed).
+Event: one claimed entry for all the jobs leased (data {"lease_deadline", "consumer"}).
 ]]
 --- @include "args"
 --- @include "now"

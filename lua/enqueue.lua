@@ -12,6 +12,7 @@ ARGV[5] delay_ms         0 for ready now
 Replies: 1 enqueued, 2 scheduled, 0 duplicate (the row exists; nothing changed).
 Errors:  EMQKIND when the id is not JOB-branded; EMQARG for any other bad
          argument (both before anything is written).
+Event:   enqueued (data {"run_at": ms} when delayed); none for a duplicate.
 ]]
 --- @include "args"
 --- @include "now"

@@ -6,6 +6,7 @@ ARGV[2] limit            at most this many jobs per call (bounded pass)
 
 Reply: the number of jobs promoted.
 Errors: EMQARG for a bad argument (nothing changed).
+Event: promoted per job.
 ]]
 --- @include "args"
 --- @include "now"

@@ -14,6 +14,7 @@ ARGV[3] limit            at most this many jobs per call (bounded pass)
 
 Reply: {returned, dead}
 Errors: EMQARG for a bad argument (nothing changed).
+Events: stalled (data stalls) or dead (data stalls, error) per job; cancelled per dropped job.
 ]]
 --- @include "args"
 --- @include "now"

@@ -13,6 +13,7 @@ Replies: 1 released, 0 gone.
 Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQCANCELLED when the job was cancelled (dropped, not released);
          EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:   released; cancelled when it drops the job.
 ]]
 --- @include "args"
 --- @include "now"

@@ -11,6 +11,7 @@ ARGV[2] id
 
 Reply: the state the job was in, or 0 (GONE) when there was no such job.
 Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
+Event: removed (data {"was": state}); none when there was no job.
 ]]
 --- @include "args"
 --- @include "lanes"

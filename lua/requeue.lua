@@ -11,6 +11,7 @@ ARGV[2] id
 Reply: 1.
 Errors: EMQNOJOB no such job; EMQSTATE the job is not dead;
         EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:  requeued.
 ]]
 --- @include "args"
 --- @include "wake"

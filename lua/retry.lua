@@ -18,6 +18,7 @@ Replies: 'scheduled' or 'dead'; 0 when the row is gone.
 Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQCANCELLED when the job was cancelled (dropped, not retried);
          EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:   retried (data run_at, delay_ms, error) or dead (data error).
 ]]
 --- @include "args"
 --- @include "now"

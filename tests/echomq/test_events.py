@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from echomq import Queue, ShardedQueue, StaleToken, ids
+from echomq import EventsLost, Queue, ShardedQueue, StaleToken, ids
 from echomq.errors import ArgumentError, Cancelled
-from echomq.events import TYPES, EventsLost
+from echomq.events import TYPES
 from echomq.scripts import LIMITS
 
 from .helpers import snapshot

@@ -29,8 +29,7 @@ from django.views.decorators.http import require_http_methods
 
 from echomq import Queue, ids, keyspace
 from echomq import events as emq_events
-from echomq.errors import ArgumentError, InvalidName, JobNotFound, KindError, WrongState
-from echomq.events import EventsLost
+from echomq.errors import ArgumentError, EventsLost, InvalidName, JobNotFound, KindError, WrongState
 
 from . import audit, dashboard, get_client, get_queue, resolvers
 from .models import OPERATE, VIEW
