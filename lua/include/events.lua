@@ -4,8 +4,8 @@
 -- duplicate) writes none: each site calls emit after its checks.
 --
 -- An entry reports one step: one transition of one job, or of every job a
--- batch call moved at once (a claim, a complete_batch: the same decision for
--- each). It has five fields, always these, in this order (a stream stores an
+-- batch call moved at once (a claim, a complete_batch, a promote, a flow's
+-- children: the same decision for each). It has five fields, always these, in this order (a stream stores an
 -- entry whose field names equal those of its node's first entry as values
 -- only, so a fixed set keeps entries small):
 --   type     what happened: enqueued claimed completed retried dead stalled
@@ -64,6 +64,14 @@ local function events_add(batch, id, lane, attempt)
   if batch then
     local n = #batch[1] + 1
     batch[1][n], batch[2][n], batch[3][n] = id, (lane and lane ~= '') and lane or '-', attempt or 0
+  end
+end
+
+-- events_add_row(batch, id, jk): add a job, its lane and attempts read from its row.
+local function events_add_row(batch, id, jk)
+  if batch then
+    local row = redis.call('HMGET', jk, 'lane', 'attempts')
+    events_add(batch, id, row[1], row[2])
   end
 end
 
