@@ -171,3 +171,14 @@ def test_wait_on_a_sharded_queue(valkey_server):
     assert waiter.out == {"state": "completed"}
     other = ShardedQueue("wts", client, shards=4)  # another process: knows nothing of where the job ran
     assert other.wait(jid, 1) == "completed"
+
+
+def test_wait_on_the_cluster(valkey_cluster):
+    client = valkey_cluster.client()
+    q = Queue("wtc", client)
+    jid, _ = q.enqueue(b"x")
+    job = q.claim(lease_ms=60_000)
+    waiter = waiting(q, jid)
+    q.retry(jid, job.attempts, max_attempts=1, error="boom")
+    waiter.join(30)
+    assert waiter.out == {"state": "dead"} and q.wait(jid, 1) == "dead"
