@@ -137,9 +137,10 @@ def test_a_requeued_child_that_completes_later_updates_its_record_only(q):
     assert q.job(flow.parent)["state"] == "pending"
 
 
-def test_a_parent_removed_while_waiting_leaves_its_children_alone(q, any_server):
+@pytest.mark.parametrize("how", ["remove", "cancel"])
+def test_a_parent_removed_while_waiting_leaves_its_children_alone(q, any_server, how):
     flow = q.enqueue_flow(b"p", [b"a"])
-    assert q.remove(flow.parent) == "waiting"
+    assert getattr(q, how)(flow.parent) == ("waiting" if how == "remove" else "cancelled")
     assert q.counts()["waiting"] == 0 and not any_server.exists(q.prefix + "flow:" + flow.parent)
     child = q.claim(lease_ms=60_000)
     assert q.complete(child.id, child.attempts) is True
