@@ -1,15 +1,6 @@
 #!/usr/bin/env python
-"""Django's command-line utility for Codemojex."""
-import os
-import sys
-
-
-def main():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "codemojex_site.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+"""Django's command-line utility for Codemojex (installed: the ``codemojex`` command)."""
+from codemojex_site.manage import main
 
 if __name__ == "__main__":
     main()

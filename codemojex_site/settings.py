@@ -7,6 +7,7 @@ so with ``CODEMOJEX_DEV=1`` (``./dev run`` and ``./dev test`` set it), which
 keeps a per-install key in ``var/secret_key``. Other defaults make a fresh
 clone work: SQLite under ``var/`` and an embedded Valkey started on first use.
 """
+import logging
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -14,7 +15,13 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from codemojex_site.logs import FORMATS, logging_config
+
+# A checkout (manage.py beside the package; an editable install is one) keeps
+# .env, var/ and staticfiles/ in the checkout; an installed package keeps them
+# under the working directory (a service's WorkingDirectory: docs/deploy.md).
+_CHECKOUT = Path(__file__).resolve().parent.parent
+BASE_DIR = _CHECKOUT if (_CHECKOUT / "manage.py").is_file() else Path.cwd()
 VAR_DIR = Path(environ.Env().str("CODEMOJEX_VAR_DIR", default=str(BASE_DIR / "var")))
 
 env = environ.Env(
@@ -74,6 +81,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before anything can refuse, redirect,
+    # count or log a load balancer's probe (codemojex_site.health).
+    "codemojex_site.health.HealthMiddleware",
+    # Names each request (X-Request-ID) for its log lines; one line per request.
+    "codemojex_site.logs.RequestLog",
     "django.middleware.security.SecurityMiddleware",
     # Before anything reads request.POST: a form body is parsed once, and an
     # unreadable one (wrong charset, NUL, too big) is a 400 right here.
@@ -328,14 +340,13 @@ AXES_CLIENT_IP_CALLABLE = "games.ratelimit.client_ip"
 AXES_LOCKOUT_CALLABLE = "games.ratelimit.lockout"
 AXES_DISABLE_ACCESS_LOG = True  # count failures; do not log every successful log-in
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # One record, one line: an exception stays on its line (codemojex_site.logs).
-    "formatters": {"line": {"()": "codemojex_site.logs.OneLineFormatter",
-                            "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # axes: one WARNING line per failed log-in, not its INFO bookkeeping.
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
-}
+# One record, one line: an exception stays on its line (codemojex_site.logs).
+# LOG_FORMAT=json makes each line one JSON object, with the request id, the
+# queue and the job id wherever they are known (docs/deploy.md).
+LOG_FORMAT = env.str("LOG_FORMAT", default="line")
+if LOG_FORMAT not in FORMATS:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be one of {', '.join(FORMATS)}, not {LOG_FORMAT!r}")
+LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", default="INFO"))
+if LOG_FORMAT == "json":
+    # A Python warning is a log record too (logger py.warnings), not a bare line on stderr.
+    logging.captureWarnings(True)

@@ -31,9 +31,20 @@ Read it top to bottom the way it runs:
   ahead grows while handlers are short and shrinks to zero for slow ones, so a
   prefetched job never waits long behind a slow handler that another consumer
   could have run it beside (see ``_adapt``).
+* A rate limit (``Queue.set_rate_limit``) that cuts a claim short comes
+  with the time its window reopens: the fetcher waits that long without
+  listening for wake tokens (each new job would wake it to claim nothing),
+  sending the acks of jobs that finish meanwhile. While rate-limited lanes
+  cool, it parks as usual but no longer than until the first reopens.
+* ``drain()`` runs the same loop without ever parking and returns once a
+  claim finds nothing ready and no job is in hand (tests, one-off runs).
 * No thread dies silently: a bug in the consumer's own code is logged with
   its traceback and stops the consumer; ``run()`` then raises
   ``ConsumerCrashed`` so the process exits non-zero and a supervisor restarts it.
+* ``last_pass`` is the monotonic time the fetcher last went round its loop
+  (at least once a beat, or a reconnect back-off, while it runs): the
+  process's liveness (``echomq.health``). Every thread is marked with the
+  queue, and a handler's thread with its job, for log lines (``echomq.logs``).
 
 Delivery is at-least-once: a job whose worker dies is reaped and claimed
 again with a higher token, and the dead worker's token can change nothing.
@@ -50,7 +61,9 @@ import threading
 import time
 import traceback
 
-from . import ids, keyspace
+from . import ids
+from .logs import job as current_job
+from .logs import queue as current_queue
 from .errors import ArgumentError, Cancelled, Drop, EchoMQError, Retry, StaleToken, Unavailable, translated
 from .job import Job
 from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
@@ -207,10 +220,10 @@ class Consumer:
         self.observer = observer or Observer()
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
-        self.doorbell = keyspace.queue_key(queue.name, f"wake:{self.id}")
-        # A sharded queue brings its own way to park (one blocked call per
-        # shard, see sharded.py); a plain queue BLPOPs wake list + doorbell.
-        self._parking = queue.parking() if hasattr(queue, "parking") else None
+        # Where the fetcher waits when nothing is ready: a plain queue BLPOPs
+        # its wake list and this consumer's doorbell; a sharded queue parks
+        # one blocked call per shard (echomq.parking, echomq.sharded.parking).
+        self._parking = queue.parking(self.id)
 
         self.capacity = concurrency * self.batch + self.prefetch
         # Without prefetch, a free slot is filled at once. With prefetch, wait
@@ -225,10 +238,13 @@ class Consumer:
         self._running = 0
         self._runq: _queue.SimpleQueue = _queue.SimpleQueue()
         self._stopping = threading.Event()
+        self.last_pass: float | None = None  # monotonic; None until the fetcher first goes round
         self._parked = False
         self._threads: list[threading.Thread] = []
         self._hb_stop = threading.Event()
         self.stats = collections.Counter()
+        self._draining = False
+        self._waits = (0, 0)  # the last claim's rate-limit waits (queue, lanes), ms
         self._stats_lock = threading.Lock()  # acks are settled by the fetcher and, while it parks, by workers
 
     # -- public -----------------------------------------------------------
@@ -247,6 +263,7 @@ class Consumer:
     def run(self) -> None:
         """Work until ``stop()`` (or SIGTERM / SIGINT when on the main thread)."""
         restore = self._install_signals()
+        marked = current_queue.set(self.queue.name)
         log.info("consumer %s started: queue=%s concurrency=%d prefetch=%s lease_ms=%d",
                  self.name, self.queue.name, self.concurrency, "auto" if self.adaptive else self.prefetch,
                  self.lease_ms)
@@ -261,9 +278,24 @@ class Consumer:
             log.info("consumer %s stopped: completed=%d retried=%d dead=%d dropped=%d cancelled=%d%s",
                      self.name, self.stats["completed"], self.stats["retried"], self.stats["dead"],
                      self.stats["dropped"], self.stats["cancelled"], f" left_leased={left}" if left else "")
+            current_queue.reset(marked)
         if self._crashed is not None:
             raise ConsumerCrashed(f"consumer {self.name} stopped: a thread crashed "
                                   f"({_safe_text(self._crashed)})") from self._crashed
+
+    def drain(self) -> collections.Counter:
+        """Handle every job that is ready now, and those that become ready
+        while it runs (a retry without delay, a delayed job falling due),
+        then return the stats: like rq's burst mode and Oban's
+        ``drain_queue``. It never parks; jobs scheduled for later stay
+        scheduled, and under a rate limit it waits for the windows. For a
+        project's tests (docs/echomq.md, "Drain: testing your handlers")."""
+        self._draining = True
+        try:
+            self.run()
+        finally:
+            self._draining = False
+        return self.stats
 
     def _crash(self, where: str, exc: BaseException) -> None:
         """A bug in our own code: log it with its traceback and stop, so the
@@ -279,15 +311,23 @@ class Consumer:
     def _fetch_loop(self) -> None:
         failures = 0
         while not self._stopping.is_set():
+            self.last_pass = time.monotonic()
             self._wait_for_room()
             if self._stopping.is_set():
                 break
             if self.adaptive:
                 self._shed()
             try:
-                short = self._cycle(claim=True)[2]
+                claimed, _, short = self._cycle(claim=True)
                 failures = 0
-                if short and self._park() and self.batch_window_ms and self._streaming():
+                queue_wait, lane_wait = self._waits
+                if short and (queue_wait or (lane_wait and self._draining)):
+                    self._rate_wait(max(queue_wait, lane_wait) / 1000)
+                elif short and self._draining:
+                    if self._drain_settled(claimed):
+                        break
+                elif short and self._park(lane_wait / 1000 if lane_wait else None) and self.batch_window_ms \
+                        and self._streaming():
                     # Work keeps arriving: let the jobs close behind this
                     # one arrive too, and claim them as one batch.
                     self._stopping.wait(self.batch_window_ms / 1000)
@@ -299,6 +339,42 @@ class Consumer:
                 log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
                             type(exc).__name__, delay)
                 self._stopping.wait(delay)
+
+    def _rate_wait(self, seconds: float) -> None:
+        """A rate limit's window is full: wait until it reopens without
+        listening for wake tokens, sending the acks of jobs that finish."""
+        self.stats["rate_waits"] += 1
+        until = time.monotonic() + seconds
+        while not self._stopping.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            with self._cond:
+                if not self._acks:
+                    self._cond.wait(left)
+                acks = bool(self._acks)
+            if acks:
+                self._cycle(claim=False)
+
+    def _drain_settled(self, claimed: int) -> bool:
+        """Draining, and a claim came back short: let the jobs in hand
+        finish, send their acks and promote what fell due meanwhile. Done
+        when that claim found nothing (a sharded queue's claim looks only
+        at shards not known to be empty, so every shard is asked instead),
+        nothing is in hand and nothing was promoted."""
+        with self._cond:
+            while len(self._in_hand) > len(self._acks) and not self._stopping.is_set():
+                self._cond.wait(self.beat_ms / 1000)
+        self._cycle(claim=False)
+        promoted = self.queue.promote()
+        ready_shards = getattr(self.queue, "ready_shards", None)
+        if ready_shards is not None:  # a sharded queue
+            busy = ready_shards()
+            self.queue.mark_hot(busy)
+            claimed = len(busy)
+        with self._cond:
+            idle = not self._in_hand
+        return claimed == 0 and idle and not promoted
 
     def _streaming(self) -> bool:
         """Whether this wake-up follows the last one within two windows, i.e.
@@ -317,6 +393,7 @@ class Consumer:
         """Block while there is too little room to claim and nothing urgent to ack."""
         with self._cond:
             while not self._stopping.is_set():
+                self.last_pass = time.monotonic()
                 self._adapt()
                 if self._free() >= self.refill_at or (self._acks and self._running == 0):
                     return
@@ -382,7 +459,8 @@ class Consumer:
             if out.kind == "cancelled":  # the queue dropped it already
                 with self._stats_lock:
                     self.stats["cancelled"] += 1
-                log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id)
+                log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id,
+                         extra={"job_id": out.job.id})
         try:  # building a sharded batch may already ask Valkey where a job lives
             batch = self.queue.batch()
             if done:
@@ -408,6 +486,8 @@ class Consumer:
         if free > 0 and isinstance(replies[-1], Exception):
             raise replies[-1]
         jobs = self.queue.parse_claim(replies[-1]) if free > 0 else []
+        if free > 0:
+            self._waits = (getattr(jobs, "queue_wait_ms", 0), getattr(jobs, "lane_wait_ms", 0))
         with self._cond:
             for out in acks:
                 self._in_hand.pop(out.job.id, None)
@@ -422,56 +502,59 @@ class Consumer:
 
     def _settled(self, out: _Outcome, reply) -> None:
         job = out.job
+        about = {"job_id": job.id}  # for the log lines below
         if isinstance(reply, StaleToken):
             self.stats["stale"] += 1
             self.observer.settled(self, job, "stale")
             log.warning("consumer %s: %s %s refused, token %d is stale (the lease was reaped)",
-                        self.name, out.kind, job.id, job.attempts)
+                        self.name, out.kind, job.id, job.attempts, extra=about)
         elif isinstance(reply, Cancelled):
             self.stats["cancelled"] += 1
             self.observer.settled(self, job, "cancelled")
-            log.info("consumer %s: %s %s refused, the job was cancelled", self.name, out.kind, job.id)
+            log.info("consumer %s: %s %s refused, the job was cancelled", self.name, out.kind, job.id,
+                     extra=about)
         elif isinstance(reply, Exception):
             # Not settled; the job stays leased until the reaper returns it.
             self.stats["unsettled"] += 1
             log.error("consumer %s: %s %s failed: %s; the reaper will return it", self.name, out.kind,
-                      job.id, _safe_text(reply))
+                      job.id, _safe_text(reply), extra=about)
         elif reply == 0:
             self.stats["gone"] += 1
-            log.info("consumer %s: %s %s: the job was gone (removed)", self.name, out.kind, job.id)
+            log.info("consumer %s: %s %s: the job was gone (removed)", self.name, out.kind, job.id,
+                     extra=about)
         elif out.kind == "complete":
             self.stats["completed"] += 1
             self.observer.settled(self, job, "completed")
         elif out.kind == "drop":
             self.stats["dropped"] += 1
             self.observer.settled(self, job, "dropped")
-            log.info("consumer %s dropped %s: %s", self.name, job.id, out.error)
+            log.info("consumer %s dropped %s: %s", self.name, job.id, out.error, extra=about)
         elif reply in (b"dead", "dead"):
             self.stats["dead"] += 1
             self.observer.settled(self, job, "dead")
             log.error("consumer %s dead-lettered %s after %d attempts: %s", self.name, job.id,
-                      job.attempts, out.error.splitlines()[0] if out.error else "")
+                      job.attempts, out.error.splitlines()[0] if out.error else "", extra=about)
         elif reply in (b"scheduled", "scheduled"):
             self.stats["retried"] += 1
             self.observer.settled(self, job, "retried")
             log.warning("consumer %s will retry %s in %dms (attempt %d): %s", self.name, job.id,
-                        out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "")
+                        out.delay_ms, job.attempts, out.error.splitlines()[0] if out.error else "", extra=about)
 
-    def _park(self) -> bool:
-        """Nothing to claim: block on the wake list and our doorbell.
+    def _park(self, timeout_s: float | None = None) -> bool:
+        """Nothing to claim: block on the wake list and our doorbell for a
+        beat (or ``timeout_s`` when shorter: a cooling lane reopens then).
         True when a wake token (new work) ended it, not the doorbell, acks
-        waiting, the stop or the beat's timeout."""
+        waiting, the stop or the timeout."""
+        beat = self.beat_ms / 1000 if timeout_s is None else min(self.beat_ms / 1000, max(timeout_s, 0.001))
         with self._cond:
             if self._acks or self._stopping.is_set():
                 return False
             self._parked = True
         try:
             with translated():
-                if self._parking is not None:
-                    # the shards woken (all of them after a timeout: then a window is just a short wait)
-                    return bool(self._parking.wait(self.beat_ms / 1000))
-                got = self.queue.client.blpop([self.queue.k_wake, self.doorbell], timeout=self.beat_ms / 1000)
-                return got is not None and got[0] in (self.queue.k_wake, self.queue.k_wake.encode())
+                # a sharded queue answers the shards woken (all of them after
+                # a timeout: then a window is just a short wait)
+                return bool(self._parking.wait(beat))
         finally:
             with self._cond:
                 self._parked = False
@@ -487,6 +570,7 @@ class Consumer:
         self._heartbeat = hb
 
     def _work_loop(self) -> None:
+        current_queue.set(self.queue.name)  # this thread's own context, for its log lines
         stop = False
         while not stop:
             job = self._runq.get()
@@ -516,7 +600,11 @@ class Consumer:
                 self._started[job.id] = start
         for job in jobs:
             self.observer.started(self, job)
-        outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
+        marked = current_job.set(jobs[0].id if len(jobs) == 1 else None)
+        try:
+            outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
+        finally:
+            current_job.reset(marked)
         took = (time.monotonic() - start) / len(jobs)
         for job in jobs:
             self.observer.handled(self, job, took)
@@ -538,7 +626,7 @@ class Consumer:
         sharded queue's doorbell is local and cheap, so it is rung instead;
         so is the plain doorbell when Valkey is unreachable (the acks are put
         back, and the fetcher, which is failing too, sends them later)."""
-        if self._parking is None:
+        if not self._parking.rings_locally:
             try:
                 self._cycle(claim=False)
                 return
@@ -548,14 +636,8 @@ class Consumer:
 
     def _ring(self) -> None:
         """Wake the parked fetcher: a sharded queue's local doorbell, else
-        this consumer's doorbell list in Valkey."""
-        if self._parking is not None:
-            self._parking.ring()
-            return
-        try:
-            self.queue.client.lpush(self.doorbell, "1")
-        except Exception:  # redis-py's own errors (not mapped on this bare call)
-            pass  # the fetcher wakes at the next beat anyway
+        this consumer's doorbell list in Valkey (it never raises)."""
+        self._parking.ring()
 
     def _delay(self, job: Job, asked=None) -> int:
         """The retry delay: the handler's ``Retry.delay_ms`` when it is a valid
@@ -602,6 +684,7 @@ class Consumer:
 
     # -- heartbeat --------------------------------------------------------
     def _heartbeat_loop(self) -> None:
+        current_queue.set(self.queue.name)
         every = self.lease_ms / 3000
         failures = 0
         while not self._hb_stop.wait(every):
@@ -633,10 +716,11 @@ class Consumer:
                 self.stats["lost"] += 1
                 job._cancel.set()
                 if isinstance(reply, Cancelled):
-                    log.info("consumer %s: %s was cancelled; telling its handler", self.name, job.id)
+                    log.info("consumer %s: %s was cancelled; telling its handler", self.name, job.id,
+                             extra={"job_id": job.id})
                 else:
                     log.warning("consumer %s lost the lease of %s (reaped); its result will be refused",
-                                self.name, job.id)
+                                self.name, job.id, extra={"job_id": job.id})
 
     # -- shutdown ---------------------------------------------------------
     def _shutdown(self) -> int:

@@ -19,6 +19,8 @@ exception classes:
 """
 from __future__ import annotations
 
+import contextlib
+
 import redis
 
 
@@ -150,9 +152,10 @@ def translate(exc: BaseException) -> BaseException:
     return exc
 
 
-class translated:
+class translated(contextlib.ContextDecorator):
     """``with translated():`` re-raises redis-py errors as typed ones (the
-    original chained as ``__cause__``). Used around every call the core sends."""
+    original chained as ``__cause__``). Used around every call the core sends;
+    ``@translated()`` does the same for a whole method (the queue's views)."""
 
     def __enter__(self):
         return self

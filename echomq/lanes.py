@@ -8,7 +8,11 @@ delays another lane's single job by at most one claim.
 from __future__ import annotations
 
 from . import keyspace
-from .queue import _mapped
+from .checks import MAX_COUNT, check_int
+from .errors import translated
+from .rates import rate_args, rate_view
+
+_mapped = translated()  # a view decorated with it raises typed errors
 
 
 class Lanes:
@@ -28,11 +32,18 @@ class Lanes:
 
     def limit(self, lane: str, max_active: int | None) -> None:
         """Serve at most ``max_active`` jobs of the lane at once (None: no limit)."""
-        from .queue import MAX_COUNT, check_int
-
         if max_active is not None:
             check_int(max_active, "lane limit", 0, MAX_COUNT)
         self._op(lane, "limit", max_active or 0)
+
+    def set_rate(self, lane: str, jobs: int | None, per_ms: int | None = None) -> None:
+        """Claim at most ``jobs`` jobs of ``lane`` per window of ``per_ms``
+        (server clock, every consumer); ``None`` clears it. A lane whose
+        window is full leaves the ring until it reopens, so the other lanes
+        are served meanwhile."""
+        jobs, per_ms = rate_args(jobs, per_ms)
+        key = keyspace.lane_key(self.queue.name, lane, "meta")
+        self.queue._run("lane_rate", (key,), (self.queue.prefix, lane, jobs, per_ms))
 
     @_mapped
     def depth(self, lane: str) -> int:
@@ -44,9 +55,14 @@ class Lanes:
         c = self.queue.client
         meta = c.hgetall(keyspace.lane_key(self.queue.name, lane, "meta"))
         meta = {k.decode(): v.decode() for k, v in meta.items()}
+        rate = None
+        if "rate_jobs" in meta:
+            rate = rate_view([meta.get(f) for f in ("rate_jobs", "rate_ms", "rate_start", "rate_count")],
+                             self.queue.server_time_ms())
         return {"lane": lane, "depth": self.depth(lane), "active": int(meta.get("active", 0)),
                 "paused": meta.get("paused") == "1",
-                "limit": int(meta["limit"]) if "limit" in meta else None}
+                "limit": int(meta["limit"]) if "limit" in meta else None,
+                "rate": rate, "cooling": meta.get("cooling") == "1"}
 
     @_mapped
     def names(self) -> list[str]:

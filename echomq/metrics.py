@@ -84,6 +84,14 @@ class QueueCollector:
         ev_lag = GaugeMetricFamily("echomq_events_reader_lag_seconds",
                                    "How far behind the newest entry a named reader's last position is",
                                    labels=["queue", "reader"])
+        rate_jobs = GaugeMetricFamily("echomq_queue_rate_limit_jobs", "Claims allowed per rate window "
+                                      "(queues with a rate limit)", labels=["queue"])
+        rate_window = GaugeMetricFamily("echomq_queue_rate_limit_window_seconds", "The rate window's length",
+                                        labels=["queue"])
+        rate_claimed = GaugeMetricFamily("echomq_queue_rate_window_claimed", "Claims in the open rate window",
+                                         labels=["queue"])
+        rate_left = GaugeMetricFamily("echomq_queue_rate_window_remaining_seconds",
+                                      "Time until the open rate window closes (0: none is open)", labels=["queue"])
         try:
             for q in self.queues():
                 c = q.counts()
@@ -101,12 +109,19 @@ class QueueCollector:
                 ev_added.add_metric([q.name], ev["added"])
                 for reader, r in ev["readers"].items():
                     ev_lag.add_metric([q.name, reader], r["lag_s"])
+                rate = q.rate_limit()
+                if rate is not None:
+                    rate_jobs.add_metric([q.name], rate["jobs"])
+                    rate_window.add_metric([q.name], rate["per_ms"] / 1000)
+                    rate_claimed.add_metric([q.name], rate["claimed"])
+                    rate_left.add_metric([q.name], rate["window_ms_left"] / 1000)
             up.add_metric([], 1)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             up.add_metric([], 0)
             yield up
             return
-        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest, ev_len, ev_cap, ev_added, ev_lag)
+        yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest, rate_jobs, rate_window, rate_claimed,
+                    rate_left, ev_len, ev_cap, ev_added, ev_lag)
 
 
 def oldest_pending_age_s(q) -> float:
@@ -220,13 +235,13 @@ class ReaperMetrics:
         pc = require()
         r = registry or pc.REGISTRY
         self.passes = pc.Counter("echomq_reaper_passes", "Maintenance passes run", registry=r)
-        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted)",
+        self.moved = pc.Counter("echomq_reaper_jobs", "Jobs moved by this reaper (returned, dead, promoted, fired: schedule ticks enqueued)",
                                 ["queue", "action"], registry=r)
 
     def wrap(self, reaper):
         run_once = reaper.run_once
         for q in reaper.queues:  # every series shows from the start, at 0
-            for action in ("returned", "dead", "promoted"):
+            for action in ("returned", "dead", "promoted", "fired"):
                 self.moved.labels(q.name, action)
 
         def counted():

@@ -10,69 +10,39 @@ Every call the queue sends maps redis-py's errors to typed ones
 """
 from __future__ import annotations
 
-import functools
 import json
-from typing import Iterable, Mapping
+import re
+from typing import Iterable
 
 from . import events as _events
 from . import flows as _flows
 from . import ids, keyspace
-from .errors import ArgumentError, EchoMQError, StaleToken, translated
+from . import schedules as _schedules
+from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN, check_claim, check_int,
+                     check_items, check_json, check_pairs, check_seconds,
+                     enqueue_items)  # the limits and checks are also importable from here
+from .checks import check_token as _token
+from .errors import ArgumentError, Cancelled, EchoMQError, StaleToken, translated
+from .rates import rate_args, rate_view
+from .scripts import LIMITS
 from .job import Job
-from .scripts import BUNDLE, LIMITS, Batch
+from .lanes import Lanes
+from .parking import Parking
+from .scripts import BUNDLE, Batch
 
 DEFAULT_LEASE_MS = 30_000
-MAX_MS, MAX_COUNT, MAX_BATCH = LIMITS["MAX_MS"], LIMITS["MAX_COUNT"], LIMITS["MAX_BATCH"]
-MAX_TOKEN, MAX_TEXT = LIMITS["MAX_TOKEN"], LIMITS["MAX_TEXT"]
-MAX_PROGRESS, KEEP_EVENTS = LIMITS["MAX_PROGRESS"], LIMITS["KEEP_EVENTS"]
+MAX_PRIORITY, MAX_UNIQUE = LIMITS["MAX_PRIORITY"], LIMITS["MAX_UNIQUE"]
+UNIQUE_KEY = re.compile(r"[A-Za-z0-9._:@/+=-]{1,%d}" % MAX_UNIQUE)
 STATES = ("pending", "active", "scheduled", "dead", "completed")
 
-
-def check_int(value, what: str, lo: int, hi: int) -> int:
-    """An int (not a bool, float, str, NaN or inf) in [lo, hi], else ArgumentError."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ArgumentError(f"{what} must be an integer in [{lo}, {hi}], got {type(value).__name__} {value!r}")
-    if not lo <= value <= hi:
-        raise ArgumentError(f"{what} must be in [{lo}, {hi}], got {value!r}")
-    return value
-
-
-def _token(attempts) -> int:
-    return check_int(attempts, "attempts (the token)", 1, MAX_TOKEN)
-
-
 MAX_MINUTES = 7 * 24 * 60  # per_minute looks back at most a week
-
-
-def check_items(items, what: str):
-    """An iterable of items (not one str, bytes or mapping, whose iteration
-    would hand over characters or keys one by one)."""
-    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)):
-        raise ArgumentError(f"{what} takes an iterable of items, not one {type(items).__name__}")
-    return items
-
-
-def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
-    """(job id, attempts) pairs, each checked before anything is sent."""
-    out = []
-    for item in check_items(pairs, what):
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ArgumentError(f"{what} takes (job_id, attempts) pairs, got {str(item)[:80]!r}")
-        out.append((keyspace.check_job_id(item[0]), _token(item[1])))
-    return out
 
 
 def _text(b) -> str | None:
     return b.decode() if isinstance(b, bytes) else b
 
 
-def _mapped(method):
-    """Run a view with redis-py's errors mapped to typed ones."""
-    @functools.wraps(method)
-    def inner(*args, **kwargs):
-        with translated():
-            return method(*args, **kwargs)
-    return inner
+_mapped = translated()  # a view decorated with it raises typed errors
 
 
 def _json_or_text(text: str):
@@ -82,24 +52,6 @@ def _json_or_text(text: str):
         return text
 
 
-def _json_value(value, what: str, limit: int) -> str:
-    """``value`` as compact JSON of at most ``limit`` bytes, else ArgumentError."""
-    try:
-        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ArgumentError(f"{what} must be JSON-serialisable (no NaN or inf): {exc}") from None
-    if len(text.encode()) > limit:
-        raise ArgumentError(f"{what} is {len(text.encode())} bytes of JSON, more than {limit}")
-    return text
-
-
-def check_seconds(value, what: str) -> float:
-    """A finite number of seconds, > 0 and at most MAX_MS / 1000."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_MS / 1000:
-        raise ArgumentError(f"{what} must be a number of seconds in (0, {MAX_MS // 1000}], got {value!r}")
-    return float(value)
-
-
 class Reaped(int):
     """reap()'s answer: the number of expired leases handled, with the split."""
 
@@ -107,6 +59,16 @@ class Reaped(int):
         self = super().__new__(cls, returned + dead)
         self.returned, self.dead = returned, dead
         return self
+
+
+class ClaimedJobs(list):
+    """A claim's jobs. ``queue_wait_ms``: the queue's rate limit cut the
+    claim short and nothing can be claimed for that long; ``lane_wait_ms``:
+    it came back short while rate-limited lanes cool, the first reopening
+    then (both 0 when no rate limit held a job back)."""
+
+    queue_wait_ms = 0
+    lane_wait_ms = 0
 
 
 class Queue:
@@ -132,7 +94,8 @@ class Queue:
         return keyspace.job_key(self.name, job_id)
 
     # -- admission --------------------------------------------------------
-    def _enqueue_call(self, payload, job_id, lane, delay_ms):
+    def _enqueue_call(self, payload, job_id, lane, delay_ms, priority=None, unique_key=None,
+                      unique_ttl_ms=None):
         if isinstance(payload, str):
             payload = payload.encode()
         if not isinstance(payload, (bytes, bytearray, memoryview)):
@@ -142,58 +105,96 @@ class Queue:
         lane = "" if lane is None else keyspace.check_lane(lane)
         delay = 0 if delay_ms is None else check_int(delay_ms, "delay_ms", 0, MAX_MS)
         keys = (jk, self.k_pending, self.k_schedule)
-        return job_id, keys, (self.prefix, job_id, bytes(payload), lane, delay)
+        args = (self.prefix, job_id, bytes(payload), lane, delay)
+        if priority is None and unique_key is None and unique_ttl_ms is None:
+            return job_id, keys, args  # the contract's five arguments
+        priority = 0 if priority is None else check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
+        ttl = 0 if unique_ttl_ms is None else check_int(unique_ttl_ms, "unique_ttl_ms", 1, MAX_MS)
+        if unique_key is None:
+            if ttl:
+                raise ArgumentError("unique_ttl_ms needs a unique_key")
+            unique_key = ""
+        else:
+            unique_key = keyspace._text(unique_key, "unique_key")
+            if not UNIQUE_KEY.fullmatch(unique_key):
+                raise ArgumentError(f"unique_key must be 1 to {MAX_UNIQUE} of [A-Za-z0-9._:@/+=-], "
+                                    f"got {unique_key[:80]!r}")
+        return job_id, keys, args + (priority, unique_key, ttl)
 
     _STATUS = {0: "duplicate", 1: "enqueued", 2: "scheduled"}
 
+    @classmethod
+    def enqueued(cls, job_id: str, reply) -> tuple[str, str]:
+        """(id, status) from an enqueue reply: a unique key's holder answers
+        its own id as the duplicate."""
+        if isinstance(reply, bytes):
+            return reply.decode(), "duplicate"
+        return job_id, cls._STATUS[reply]
+
     def enqueue(self, payload, *, job_id: str | None = None, lane: str | None = None,
-                delay_ms: int | None = None) -> tuple[str, str]:
+                delay_ms: int | None = None, priority: int | None = None, unique_key: str | None = None,
+                unique_ttl_ms: int | None = None) -> tuple[str, str]:
         """Admit a job. The JOB id is the idempotency key: enqueueing an id
-        that exists changes nothing and answers ``"duplicate"``."""
-        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms)
-        return job_id, self._STATUS[self._run("enqueue", keys, args)]
+        that exists changes nothing and answers ``"duplicate"``.
+
+        ``priority`` (-100..100, default 0): higher is claimed first within
+        its lane (or the flat set); equal priorities keep admission order.
+        ``unique_key``: while a job holding the key is pending, scheduled or
+        active (and for at most ``unique_ttl_ms``, when given), another
+        enqueue with it writes nothing and answers that job's id and
+        ``"duplicate"``; the key is released when the job completes, is
+        dead-lettered, removed or cancelled."""
+        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms, priority, unique_key,
+                                                unique_ttl_ms)
+        return self.enqueued(job_id, self._run("enqueue", keys, args))
+
+    def add_enqueue(self, batch: Batch, payload, *, job_id: str | None = None, lane: str | None = None,
+                    delay_ms: int | None = None, priority: int | None = None, unique_key: str | None = None,
+                    unique_ttl_ms: int | None = None) -> str:
+        """Add one enqueue to ``batch`` (checked now); answers the job id."""
+        job_id, keys, args = self._enqueue_call(payload, job_id, lane, delay_ms, priority, unique_key,
+                                                unique_ttl_ms)
+        batch.add("enqueue", keys, args)
+        return job_id
+
+    @classmethod
+    def parse_enqueue(cls, reply) -> str:
+        """An enqueue's reply as :meth:`enqueue` answers it: "enqueued", "scheduled" or "duplicate"
+        (a unique key's holder answers its id: see :meth:`enqueued`)."""
+        return "duplicate" if isinstance(reply, bytes) else cls._STATUS[reply]
 
     def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
         """Admit many jobs in one pipelined round trip. Each item is a payload
         or a mapping with ``payload`` and optional ``job_id``, ``lane``,
-        ``delay_ms``. Every item is validated before anything is sent."""
-        calls = []
-        for item in check_items(items, "enqueue_many"):
-            if isinstance(item, Mapping):
-                if "payload" not in item:
-                    raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
-                calls.append(self._enqueue_call(item["payload"], item.get("job_id"),
-                                                item.get("lane"), item.get("delay_ms")))
-            else:
-                calls.append(self._enqueue_call(item, None, None, None))
+        ``delay_ms``, ``priority``, ``unique_key``, ``unique_ttl_ms``. Every
+        item is validated before anything is sent."""
         batch = Batch(self.client)
-        for _, keys, args in calls:
-            batch.add("enqueue", keys, args)
+        job_ids = [self.add_enqueue(batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
+                   for payload, job_id, lane, delay_ms, options in enqueue_items(items)]
         out = []
-        for (job_id, _, _), reply in zip(calls, batch.run()):
+        for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):
                 raise reply
-            out.append((job_id, self._STATUS[reply]))
+            out.append(self.enqueued(job_id, reply))
         return out
 
     # -- the lease --------------------------------------------------------
     def _claim_call(self, n: int, lease_ms: int, consumer: str | None = None):
-        check_int(lease_ms, "lease_ms", 1, MAX_MS)
-        check_int(n, "n", 1, MAX_BATCH)
-        if consumer is not None:
-            consumer = keyspace._text(consumer, "consumer")
-            if not ids.is_valid(consumer):
-                raise ArgumentError(f"consumer must be a branded id, got {consumer!r}")
+        consumer = check_claim(n, lease_ms, consumer)
         return ((self.k_pending, self.k_active, self.k_ring, self.k_meta),
-                (self.prefix, lease_ms, n, consumer or ""))
+                (self.prefix, lease_ms, n, consumer))
 
-    def parse_claim(self, reply) -> list[Job]:
-        """The jobs in a claim reply (from a Batch with :meth:`add_claim`)."""
-        return [
+    def parse_claim(self, reply) -> ClaimedJobs:
+        """The jobs in a claim reply (from a Batch with :meth:`add_claim`),
+        with the rate limits' waits when the reply ends with them."""
+        jobs = ClaimedJobs(
             Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
                 reply[i + 3].decode() or None, self.name, _queue=self)
-            for i in range(0, len(reply), 4)
-        ]
+            for i in range(0, len(reply) - 3, 4)
+        )
+        if len(reply) % 4 == 1:
+            jobs.queue_wait_ms, jobs.lane_wait_ms = int(reply[-1][0]), int(reply[-1][1])
+        return jobs
 
     def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None) -> list[Job]:
         """Lease up to ``n`` ready jobs (flat first, then lanes in turn).
@@ -250,8 +251,6 @@ class Queue:
     def batch_answers(reply) -> list:
         """complete_batch's codes as complete_many answers them: True
         (completed), False (gone), or a StaleToken / Cancelled instance."""
-        from .errors import Cancelled
-
         return [True if code == 1 else False if code == 0
                 else Cancelled("EMQCANCELLED the job was cancelled") if code == -2
                 else StaleToken("EMQSTALE token does not hold the job")
@@ -283,6 +282,10 @@ class Queue:
     def _extend_args(self, job_id, attempts, lease_ms):
         return self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), lease_ms)
 
+    def add_extend(self, batch: Batch, job_id: str, attempts: int, *, lease_ms: int) -> None:
+        check_int(lease_ms, "lease_ms", 1, MAX_MS)
+        batch.add("extend", *self._extend_args(job_id, attempts, lease_ms))
+
     def extend(self, job_id: str, attempts: int, *, lease_ms: int = DEFAULT_LEASE_MS) -> int:
         """Heartbeat: the new lease deadline (server ms), 0 if the row is gone.
         Raises Cancelled when the job was cancelled (it is dropped now)."""
@@ -312,24 +315,41 @@ class Queue:
         return _text(self._run("cancel", keys, (self.prefix, job_id)))
 
     # -- maintenance ------------------------------------------------------
+    def _reap_call(self, max_stalls: int, limit: int):
+        check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
+        check_int(limit, "limit", 1, MAX_BATCH)
+        return (self.k_active, self.k_dead), (self.prefix, max_stalls, limit)
+
     def reap(self, *, max_stalls: int = 2, limit: int = 1000) -> Reaped:
         """Return expired leases to their ready sets; dead-letter jobs that
         stalled more than ``max_stalls`` times. One bounded pass."""
-        check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
+        return Reaped(*self._run("reap", *self._reap_call(max_stalls, limit)))
+
+    def add_reap(self, batch: Batch, *, max_stalls: int = 2, limit: int = 1000) -> None:
+        """Add one reap pass to ``batch``; its reply is ``[returned, dead]`` (see :class:`Reaped`)."""
+        batch.add("reap", *self._reap_call(max_stalls, limit))
+
+    def _promote_call(self, limit: int):
         check_int(limit, "limit", 1, MAX_BATCH)
-        returned, dead = self._run("reap", (self.k_active, self.k_dead), (self.prefix, max_stalls, limit))
-        return Reaped(returned, dead)
+        return (self.k_schedule,), (self.prefix, limit)
 
     def promote(self, *, limit: int = 1000) -> int:
         """Move due scheduled jobs to their ready sets. One bounded pass."""
-        check_int(limit, "limit", 1, MAX_BATCH)
-        return self._run("promote", (self.k_schedule,), (self.prefix, limit))
+        return self._run("promote", *self._promote_call(limit))
+
+    def add_promote(self, batch: Batch, *, limit: int = 1000) -> None:
+        """Add one promote pass to ``batch``; its reply is the number moved."""
+        batch.add("promote", *self._promote_call(limit))
 
     def pause(self) -> None:
         self._run("pause", (self.k_meta,), (self.prefix, "1"))
 
     def resume(self) -> None:
         self._run("pause", (self.k_meta,), (self.prefix, "0"))
+
+    def add_pause(self, batch: Batch, paused: bool = True) -> None:
+        """Add a pause (or, with ``paused=False``, a resume) to ``batch``."""
+        batch.add("pause", (self.k_meta,), (self.prefix, "1" if paused else "0"))
 
     def requeue_dead(self, job_id: str) -> None:
         """Give a dead job a fresh set of attempts (JobNotFound, WrongState)."""
@@ -342,20 +362,76 @@ class Queue:
         return None if reply == self._GONE else _text(reply)
 
     @property
-    def lanes(self):
-        from .lanes import Lanes
-
+    def lanes(self) -> Lanes:
         return Lanes(self)
+
+    # -- rate limits (lua/rate.lua; enforced in claim, lua/include/rate.lua) ----
+    def set_rate_limit(self, jobs: int | None, per_ms: int | None = None) -> None:
+        """Claim at most ``jobs`` jobs of this queue per window of ``per_ms``,
+        counted on the server clock across every consumer and host; ``None``
+        clears the limit. A window opens at the first claim after the last
+        one closed; setting a limit starts a fresh one. A consumer that
+        reaches the limit parks until the window reopens."""
+        jobs, per_ms = rate_args(jobs, per_ms)
+        self._run("rate", (self.k_meta,), (self.prefix, jobs, per_ms))
+
+    @_mapped
+    def rate_limit(self) -> dict | None:
+        """The queue's limit and its window now: ``jobs``, ``per_ms``,
+        ``claimed`` (in the open window) and ``window_ms_left`` (0: no window
+        is open); None when the queue has no limit."""
+        fields = self.client.hmget(self.k_meta, "rate_jobs", "rate_ms", "rate_start", "rate_count")
+        return rate_view(fields, self.server_time_ms()) if fields[0] is not None else None
+
+    # -- schedules (echomq/schedules.py: the grid, catch_up, firing) ------------
+    def schedule(self, name: str, *, cron: str | None = None, every_ms: int | None = None, payload=b"",
+                 lane: str | None = None, tz: str = "UTC", catch_up: int = 0, priority: int = 0) -> str:
+        """Create or replace a schedule: a job with ``payload`` (on ``lane``,
+        at ``priority``) at each tick of ``cron`` (in time zone ``tz``) or
+        every ``every_ms``; the Reaper pass fires the ticks. Answers
+        "created", "replaced" or "unchanged"; a bad cron, interval or time
+        zone is ArgumentError and nothing is stored."""
+        return _schedules.set_schedule(self, name, cron=cron, every_ms=every_ms, payload=payload, lane=lane,
+                                       tz=tz, catch_up=catch_up, priority=priority)
+
+    def schedules(self) -> list[dict]:
+        """Every schedule, soonest first (see :func:`echomq.schedules.listing`)."""
+        return _schedules.listing(self)
+
+    def unschedule(self, name: str) -> bool:
+        """Remove a schedule (its jobs already enqueued stay); False if none."""
+        return _schedules.op(self, name, "remove")
+
+    def pause_schedule(self, name: str) -> bool:
+        return _schedules.op(self, name, "pause")
+
+    def resume_schedule(self, name: str) -> bool:
+        """Fire again from the first tick after now (ticks missed while paused are not made up)."""
+        return _schedules.op(self, name, "resume")
+
+    def fire_schedules(self, *, limit: int = 1000) -> int:
+        """Fire the due schedules (a Reaper pass does); answers the jobs enqueued."""
+        check_int(limit, "limit", 1, MAX_BATCH)
+        return _schedules.fire(self, limit=limit)
 
     # -- views ------------------------------------------------------------
     _COUNT_FIELDS = ("pending", "active", "scheduled", "dead", "completed", "dead_total",
                      "lanes", "ring", "paused", "cancelled", "retained", "waiting")
 
+    def _counts_keys(self) -> tuple:
+        return (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta, self.k_lanes, self.k_ring)
+
     def counts(self) -> dict:
-        keys = (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta,
-                self.k_lanes, self.k_ring)
-        reply = self._run("counts", keys, (self.prefix,))
-        out = dict(zip(self._COUNT_FIELDS, (int(v) for v in reply)))
+        return self.parse_counts(self._run("counts", self._counts_keys(), (self.prefix,)))
+
+    def add_counts(self, batch: Batch) -> None:
+        """Add one ``counts`` call to ``batch`` (read with :meth:`parse_counts`)."""
+        batch.add("counts", self._counts_keys(), (self.prefix,))
+
+    @classmethod
+    def parse_counts(cls, reply) -> dict:
+        """A ``counts`` reply as :meth:`counts` answers it."""
+        out = dict(zip(cls._COUNT_FIELDS, (int(v) for v in reply)))
         out["paused"] = bool(out["paused"])
         return out
 
@@ -516,6 +592,11 @@ class Queue:
         """Park on the wake list (BLPOP) for up to ``timeout_s``; True if woken."""
         return self.client.blpop([self.k_wake], timeout=timeout_s) is not None
 
+    def parking(self, consumer: str) -> Parking:
+        """Where ``consumer`` (its branded id) waits for work: the wake list
+        and a doorbell of its own (see :mod:`echomq.parking`)."""
+        return Parking(self, consumer)
+
     # --- issue 22: events, progress, wait, flows ---------------------------------
     @property
     def k_events(self) -> str:
@@ -586,13 +667,13 @@ class Queue:
         """Record a leased job's progress (JSON, at most 1 KB): on its row
         (``job()["progress"]``) and as a ``progress`` event. Fenced: StaleToken
         when ``attempts`` no longer holds the lease; False when the row is gone."""
-        text = _json_value(value, "progress", MAX_PROGRESS)
+        text = check_json(value, "progress", MAX_PROGRESS)
         return self._run("progress", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), text)) == 1
 
     def set_result(self, job_id: str, attempts: int, value) -> bool:
         """Leave a leased job's result (JSON, at most 64 KB) for its flow's
         parent (``children_results``). Fenced as :meth:`progress`; no event."""
-        text = _json_value(value, "result", MAX_TEXT)
+        text = check_json(value, "result", MAX_TEXT)
         return self._run("result", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), text)) == 1
 
     def wait(self, job_id: str, timeout_s: float) -> str:

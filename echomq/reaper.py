@@ -3,8 +3,10 @@
 Each pass, for every queue: ``reap`` returns jobs whose lease expired (their
 worker died or hung) to their ready sets and dead-letters jobs that stalled
 too often; ``promote`` moves due delayed and retrying jobs to their ready
-sets. Both are single bounded Lua calls, so any number of reapers may run at
-once: each expired or due job is moved by exactly one of them.
+sets; ``fire_schedules`` enqueues the due ticks of the queue's schedules
+(echomq/schedules.py). Each is bounded Lua calls, so any number of reapers
+may run at once: each expired or due job is moved, and each tick enqueued,
+by exactly one of them.
 
 Extra ``tasks`` (plain callables) run after the queue passes; an application
 hangs its own periodic work there (codemojex relays unsent guesses and closes
@@ -15,6 +17,10 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
+
+from .checks import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
+from .errors import Unavailable
 
 log = logging.getLogger("echomq.reaper")
 
@@ -22,8 +28,6 @@ log = logging.getLogger("echomq.reaper")
 class Reaper:
     def __init__(self, queues, *, interval_ms: int = 500, max_stalls: int = 2, limit: int = 1000,
                  tasks=()):
-        from .queue import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
-
         check_int(interval_ms, "interval_ms", 1, MAX_MS)  # refused now, not on every pass later
         check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
         check_int(limit, "limit", 1, MAX_BATCH)
@@ -34,6 +38,7 @@ class Reaper:
         self.tasks = list(tasks)
         self._stop = threading.Event()
         self.passes = 0
+        self.last_pass: float | None = None  # monotonic, each time round the loop (echomq.health)
 
     def run_once(self) -> dict:
         """One pass over every queue and task; answers what moved."""
@@ -41,10 +46,12 @@ class Reaper:
         for q in self.queues:
             reaped = q.reap(max_stalls=self.max_stalls, limit=self.limit)
             promoted = q.promote(limit=self.limit)
-            report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted}
-            if reaped or promoted:
-                log.info("reaper %s: returned=%d dead=%d promoted=%d", q.name, reaped.returned,
-                         reaped.dead, promoted)
+            fired = q.fire_schedules(limit=self.limit)
+            report[q.name] = {"returned": reaped.returned, "dead": reaped.dead, "promoted": promoted,
+                              "fired": fired}
+            if reaped or promoted or fired:
+                log.info("reaper %s: returned=%d dead=%d promoted=%d fired=%d", q.name, reaped.returned,
+                         reaped.dead, promoted, fired, extra={"queue": q.name})
         for task in self.tasks:
             name = getattr(task, "__name__", repr(task))
             try:
@@ -62,10 +69,9 @@ class Reaper:
         restore = self._install_signals()
         log.info("reaper started: queues=%s interval_ms=%d max_stalls=%d",
                  ",".join(q.name for q in self.queues), self.interval_ms, self.max_stalls)
-        from .errors import Unavailable
-
         try:
             while not self._stop.is_set():
+                self.last_pass = time.monotonic()
                 try:
                     self.run_once()
                 except Unavailable as exc:

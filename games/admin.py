@@ -13,7 +13,7 @@ round's totals -- is shown, filtered, searched or sorted by (see
 ``games.admin_guard``); a round is created from an emoji set and a keyboard
 size and ``rounds.create_round`` draws the secret.
 """
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import echomq
 from django.contrib import admin, messages
@@ -25,12 +25,13 @@ from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
 
 from . import guesses, leaderboard, rounds, settlement, wallet
 from .admin_forms import GrantForm, RoundChangeForm, RoundCreateForm
-from .admin_guard import HIDDEN, GuardedAdmin, is_revealed, sealed_value
+from .admin_guard import GuardedAdmin, hidden_words, sealed_value
 from .models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round,
                      RoundEntry, Wallet)
 from .permissions import GRANT, REBUILD, SETTLE
@@ -105,19 +106,49 @@ def settle_preview(rnd: Round) -> str:
             f"{'es are' if counts['queued'] != 1 else ' is'} scored first. ")
     if rnd.kind == Round.Kind.BLIND:
         k = min(len(rnd.weights), counts["players"])
-        return head + (f"Then the secret is revealed and checked against the commitment, and the {rnd.prize_pool} "
-                       f"diamond pool goes to the top {k} of {counts['players']} player"
-                       f"{'s' * (counts['players'] != 1)} by best total (weights {rnd.weights}); "
-                       "totals stay sealed here until then.")
+        n = counts["players"]
+        return head + (f"Then the secret is revealed and checked against the commitment, and the pool of "
+                       f"💎 {rnd.prize_pool} goes to the top {k} of {n} player{'s' * (n != 1)} by best total "
+                       f"(weights {'/'.join(str(w) for w in rnd.weights)}); totals stay sealed here until then.")
     standings = leaderboard.standings_from_db(rnd.pk)
     best = standings[0].total if standings else 0
     if not best or not rnd.prize_pool:
-        return head + f"As it stands nobody is paid: the house keeps the {rnd.prize_pool} diamond pool."
-    winners = sum(1 for s in standings if s.total == best)
-    share = rnd.prize_pool // winners
-    return head + (f"As it stands {winners} player{'s share' if winners != 1 else ' takes'} the {rnd.prize_pool} "
-                   f"diamond pool with {best}/600: {share} each"
-                   f"{f', the house keeps {rnd.prize_pool - share * winners}' if rnd.prize_pool - share * winners else ''}.")
+        return head + f"As it stands nobody is paid: the house keeps the pool of 💎 {rnd.prize_pool}."
+    tied = [s.player_id for s in standings if s.total == best]
+    names = dict(Player.objects.filter(pk__in=tied).values_list("pk", "user__username"))
+    who = ", ".join(names.get(p, p) for p in tied)
+    if len(tied) == 1:
+        return head + f"As it stands {who} takes the whole pool, 💎 {rnd.prize_pool}, with {best}/600."
+    share = rnd.prize_pool // len(tied)
+    dust = rnd.prize_pool - share * len(tied)
+    return head + (f"As it stands {len(tied)} players tie at {best}/600 ({who}) and share the pool of "
+                   f"💎 {rnd.prize_pool}: 💎 {share} each{f', the house keeps 💎 {dust}' if dust else ''}.")
+
+
+def outcome_html(rnd: Round):
+    """The ``result`` settlement wrote, as an operator reads it."""
+    result = rnd.result or {}
+    if not result:
+        return "Written when the round closes."
+    early = ""
+    if result.get("scheduled_end"):
+        due = timezone.localtime(datetime.fromisoformat(result["scheduled_end"]))
+        early = f" Closed early: it was due to end {due:%Y-%m-%d %H:%M %Z}."
+    if "voided" in result:
+        n = result.get("refunded_guesses", 0)
+        return f"Voided ({result['voided']}): {n} guess charge{'s' * (n != 1)} refunded; nobody was paid.{early}"
+    paid = result.get("payouts", [])
+    names = dict(Player.objects.filter(pk__in=[p["player"] for p in paid]).values_list("pk", "user__username"))
+    players = result.get("players", 0)
+    head = format_html("{} player{} scored; pool 💎 {}, the house keeps 💎 {}.", players, "s" * (players != 1),
+                       result.get("pool", rnd.prize_pool), result.get("house", 0))
+    head = format_html("{}{}", head, early)
+    if not paid:
+        return format_html("{} Nobody was paid.", head)
+    rows = format_html_join("", "<li>#{} {} <span class=\"quiet\">{}</span>: {}/600, 💎 {}</li>",
+                            ((p.get("place", p["rank"]), names.get(p["player"], "(gone)"), p["player"], p["total"],
+                              p["prize"]) for p in paid))
+    return format_html("{}<ul>{}</ul>", head, rows)
 
 
 @admin.register(Round)
@@ -127,7 +158,8 @@ class RoundAdmin(GuardedAdmin):
     list_filter = ("status", "kind", "currency")
     search_fields = ("id", "title")
     readonly_fields = ("id", "emoji_set", "keyboard_text", "kind", "currency", "guess_price", "prize_pool",
-                       "weights", "commitment", "revealed_secret", "status", "created_at", "settled_at", "result")
+                       "weights", "commitment", "revealed_secret", "status", "created_at", "settled_at", "outcome")
+    BLIND_ONLY = ("weights", "commitment")
     fields = ("id", "title", "ends_at") + readonly_fields[1:]
     add_fields = ("title", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool",
                   "minutes", "weights")
@@ -160,7 +192,11 @@ class RoundAdmin(GuardedAdmin):
 
     # Creating: pick the set and keyboard size; the secret is drawn, never typed.
     def get_fields(self, request, obj=None):
-        return self.add_fields if obj is None else self.fields
+        if obj is None:
+            return self.add_fields
+        if obj.kind == Round.Kind.CLASSIC:  # a classic round has no weights and no commitment
+            return tuple(f for f in self.fields if f not in self.BLIND_ONLY)
+        return self.fields
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
@@ -192,6 +228,12 @@ class RoundAdmin(GuardedAdmin):
     @admin.display(description="keyboard")
     def keyboard_text(self, obj):
         return " ".join(obj.keyboard)
+
+    @admin.display(description="result")
+    def outcome(self, obj):
+        """What settling or voiding the round did, in words (``result`` is
+        the JSON settlement wrote)."""
+        return outcome_html(obj)
 
     @admin.display(description="secret / nonce")
     def revealed_secret(self, obj):
@@ -320,14 +362,14 @@ class PlayerAdmin(ReadOnly):
         may have lost."""
         form = GrantForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
-            c, amount, reason = (form.cleaned_data[k] for k in ("currency", "amount", "reason"))
+            c, n, reason = (form.cleaned_data[k] for k in ("currency", "amount", "reason"))
             done = []
             try:
                 with transaction.atomic():
                     AdminGrant.objects.create(token=form.cleaned_data["token"], user=request.user)
                     for player in queryset:
                         try:
-                            done.append((player, wallet.grant(player, c, amount, reference=reason)))
+                            done.append((player, wallet.grant(player, c, n, reference=reason)))
                         except wallet.WalletError as err:  # this player's row only (its own savepoint)
                             self.message_user(request, f"{player}: {err.message}", messages.ERROR)
             except IntegrityError:
@@ -335,9 +377,9 @@ class PlayerAdmin(ReadOnly):
                                   messages.WARNING)
                 return None
             for player, entry in done:
-                self.log_change(request, player, f"Granted {entry.delta:+d} {c} (ledger {entry.pk}, balance "
-                                                 f"{entry.balance_after}); reason: {reason}")
-                self.message_user(request, f"{player}: {entry.delta:+d} {c} -> {entry.balance_after}")
+                self.log_change(request, player, f"Granted {amount(entry.delta, c, signed=True)} (ledger {entry.pk}, "
+                                                 f"balance {entry.balance_after}); reason: {reason}")
+                self.message_user(request, f"{player}: {amount(entry.delta, c, signed=True)} -> {entry.balance_after}")
             return None
         return TemplateResponse(request, "admin/games/player/grant.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Grant currency",
@@ -377,19 +419,19 @@ class GuessAdmin(ReadOnly):
     def shown_total(self, obj):
         if obj.total is None:
             return "—"
-        return obj.total if obj.round.kind == Round.Kind.CLASSIC or obj.round.revealed else HIDDEN
+        return obj.total if obj.round.kind == Round.Kind.CLASSIC or obj.round.revealed else hidden_words(obj.round)
 
     @admin.display(description="emojis sent")
     def shown_emojis_sent(self, obj):
-        return sealed_value(" ".join(obj.emojis_sent), is_revealed(obj.round))
+        return sealed_value(" ".join(obj.emojis_sent), obj.round)
 
     @admin.display(description="emojis after locks")
     def shown_emojis_final(self, obj):
-        return sealed_value(" ".join(obj.emojis_final), is_revealed(obj.round))
+        return sealed_value(" ".join(obj.emojis_final), obj.round)
 
     @admin.display(description="breakdown")
     def shown_breakdown(self, obj):
-        return sealed_value(obj.breakdown, is_revealed(obj.round))
+        return sealed_value(obj.breakdown, obj.round)
 
 
 @admin.register(RoundEntry)
@@ -406,11 +448,11 @@ class RoundEntryAdmin(ReadOnly):
 
     @admin.display(description="best total")
     def shown_best_total(self, obj):
-        return obj.best_total if self._visible(obj) else HIDDEN
+        return obj.best_total if self._visible(obj) else hidden_words(obj.round)
 
     @admin.display(description="best guess")
     def shown_best_guess(self, obj):
-        return obj.best_guess if self._visible(obj) else HIDDEN  # which guess was best says how it scored
+        return obj.best_guess if self._visible(obj) else hidden_words(obj.round)  # which guess was best says how it scored
 
 
 @admin.register(Lock)
@@ -421,7 +463,7 @@ class LockAdmin(ReadOnly):
 
     @admin.display(description="emoji")
     def shown_emoji(self, obj):
-        return sealed_value(obj.emoji, is_revealed(obj.round))
+        return sealed_value(obj.emoji, obj.round)
 
 
 @admin.register(Notification)

@@ -214,6 +214,17 @@ class GuardedAdmin(admin.ModelAdmin):
                 raise PermissionDenied(f"You may not run {name!r} here.")
 
 
-def sealed_value(value, revealed: bool):
-    """``value`` when the round is revealed, else the words saying why not."""
-    return value if revealed else HIDDEN
+def hidden_words(rnd: Round | None) -> str:
+    """Why a sealed value of ``rnd`` is not shown, in its kind's words: a
+    blind round reveals; a classic one is settled (its totals are public
+    meanwhile, so its guesses' emojis stay hidden); a voided one never shows."""
+    if rnd is not None and rnd.status == Round.Status.VOIDED:
+        return "hidden for good: the round was voided and its secret is never revealed"
+    if rnd is not None and rnd.kind == Round.Kind.CLASSIC:
+        return "hidden until the round is settled"
+    return HIDDEN
+
+
+def sealed_value(value, rnd: Round | None):
+    """``value`` once ``rnd`` is revealed, else the words saying why not."""
+    return value if is_revealed(rnd) else hidden_words(rnd)

@@ -27,12 +27,26 @@ from . import guesses, settlement, tasks, wallet
 from .admin_guard import HIDDEN
 from .models import Guess, LedgerEntry, Player, Round
 from .permissions import REFUND
+from .views.common import amount
 
 SEARCH_LIMIT = 20
 
 
 def _change_url(model: str, pk: str) -> str:
     return reverse(f"admin:games_{model}_change", args=[pk])
+
+
+def player_lane_labels(lanes: list[str]) -> dict[str, str]:
+    """Lanes named after what they are: a player's (PLR: guesses, their
+    notifications) by username, a round's (RND: its announcement) by title."""
+    valid = [lane for lane in lanes if ids.is_valid(lane)]
+    players = [lane for lane in valid if lane.startswith("PLR")]
+    rounds_ = [lane for lane in valid if lane.startswith("RND")]
+    out = dict(Player.objects.filter(pk__in=players).values_list("pk", "user__username")) if players else {}
+    if rounds_:
+        out |= {pk: f"round {title or pk}" for pk, title in Round.objects.filter(pk__in=rounds_)
+                .values_list("pk", "title")}
+    return out
 
 
 def _when(dt) -> str:
@@ -52,8 +66,8 @@ def refund_queued_guess(guess_id: str, user) -> str:
             wallet.apply(guess.player_id, guess.currency, guess.price, LedgerEntry.Reason.REFUND, guess.pk)
         guess.status = Guess.Status.REFUNDED
         guess.save(update_fields=["status"])
-        said = (f"Refunded guess {guess.pk}: {guess.price} {guess.currency} back to {guess.player_id} through "
-                "the ledger; the relay will not send it again.")
+        said = (f"Refunded guess {guess.pk}: {amount(guess.price, guess.currency)} back to {guess.player_id} "
+                "through the ledger; the relay will not send it again.")
         LogEntry.objects.log_actions(user_id=user.pk, queryset=[guess], action_flag=CHANGE, change_message=said,
                                      single_object=True)
     return said
@@ -75,17 +89,17 @@ class GuessJobs(Resolver):
                    (f"player {guess.player.user.get_username()} ({guess.player_id})",
                     _change_url("player", guess.player_id)),
                    (f"round {rnd.title or rnd.pk} [{rnd.status}]", _change_url("round", rnd.pk))],
-            facts=[("status", guess.get_status_display()), ("charged", f"{guess.price} {guess.currency}"),
+            facts=[("status", guess.get_status_display()), ("charged", amount(guess.price, guess.currency)),
                    ("submitted", _when(guess.created_at)), ("scored at", _when(guess.scored_at)),
                    ("total", total)])
         if guess.status == Guess.Status.QUEUED:
-            charged = f"charged {guess.price} {guess.currency} and " if guess.price else ""
+            charged = f"charged {amount(guess.price, guess.currency)} and " if guess.price else ""
             about.on_remove = (f"This guess is {charged}still queued: the reaper's relay sends its job again "
                                "within seconds, so removing the job alone does not stop it: it will come back "
                                "and be scored. To cancel the guess, remove and refund it.")
             about.remove_options = [RemoveOption(
                 "refund", "Remove and refund this guess",
-                f"Marks {guess.pk} refunded and credits {guess.price} {guess.currency} back to "
+                f"Marks {guess.pk} refunded and credits {amount(guess.price, guess.currency)} back to "
                 f"{guess.player.user.get_username()} through the ledger (once), then removes the job; it does "
                 "not come back.", REFUND, partial(refund_queued_guess, guess.pk))]
         elif guess.status == Guess.Status.SCORED:
@@ -113,6 +127,9 @@ class GuessJobs(Resolver):
         return [Found(guesses.QUEUE, g.job_id, f"guess {g.pk} by {g.player.user.get_username()} in {g.round_id} "
                                                f"[{g.status}]")
                 for g in rows[:SEARCH_LIMIT]]
+
+    def lane_labels(self, lanes, user):
+        return player_lane_labels(lanes)
 
 
 class SettleJobs(Resolver):
@@ -160,6 +177,9 @@ class NotifyJobs(Resolver):
                      links=[(f"player {player.user.get_username()}", _change_url("player", player.pk)),
                             (f"round {rnd.title or rnd.pk}", _change_url("round", rnd.pk))],
                      on_remove="The player is not notified unless the round's settlement runs again.")
+
+    def lane_labels(self, lanes, user):
+        return player_lane_labels(lanes)
 
 
 def register_all() -> None:

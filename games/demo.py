@@ -17,6 +17,8 @@ import json
 import random
 from datetime import timedelta
 
+from django.db.models import F
+
 from echomq import Job
 
 from . import engine, settlement, workers
@@ -78,4 +80,18 @@ def liven(players: list[Player], out=print, *, seed: int | None = None) -> None:
                            title=SETTLED_TITLE, duration=timedelta(hours=1))
         play_round(rnd, players, rng)
         done = settlement.settle_round(rnd.pk, force=True)
+        yesterday(rnd.pk)
         out(f"round {rnd}: settled, prizes {[(s.player_id, amt) for s, amt in done.payouts]}")
+
+
+def yesterday(round_id: str, length: timedelta = timedelta(hours=1)) -> None:
+    """Move a round just played and settled to yesterday: it ran for
+    ``length`` and ended, on time, a day ago (its guesses move with it), so
+    no page shows a settled round that "ends" in the future."""
+    rnd = Round.objects.get(pk=round_id)
+    shift = timedelta(days=1)
+    end = rnd.settled_at - shift
+    result = {k: v for k, v in rnd.result.items() if k != "scheduled_end"}  # it ended when it was due
+    Round.objects.filter(pk=round_id).update(created_at=end - length, ends_at=end, settled_at=end, result=result)
+    Guess.objects.filter(round_id=round_id).update(created_at=F("created_at") - shift,
+                                                   scored_at=F("scored_at") - shift)

@@ -29,6 +29,21 @@ MAX_EMOJI_LENGTH = 64  # an emoji is opaque but short: the Lock.emoji column is 
 
 # What a new player starts with, credited through the ledger like any grant.
 STARTING_BALANCE = {"keys": 50, "clips": 20}
+WELCOME = "welcome"  # the starting balance's ledger reference
+
+
+def welcome(player) -> bool:
+    """Credit the starting balance, once per player: at sign-up, or on the
+    first visit of an account made elsewhere (``createsuperuser``, the
+    admin), which would otherwise be a player who cannot afford a guess.
+    Under the wallet's row lock, so two first requests credit it once."""
+    with transaction.atomic():
+        wallet.lock_wallet(player)
+        if LedgerEntry.objects.filter(player=player, reference=WELCOME).exists():
+            return False
+        for currency, amount in STARTING_BALANCE.items():
+            wallet.grant(player, currency, amount, reason=LedgerEntry.Reason.GRANT, reference=WELCOME)
+    return True
 
 
 def compose(slots: list[str], locks: dict[int, str], *, key: str | None = None,
@@ -166,6 +181,12 @@ class LockForm(_DraftWithChoices):
         return data
 
 
+class AlertsForm(forms.Form):
+    """What a player wants to hear about, on their profile."""
+
+    new_rounds = forms.BooleanField(required=False, label="Tell me when a new round opens")
+
+
 class ExchangeForm(forms.Form):
     keys = forms.IntegerField(min_value=1, max_value=1_000_000, label="Keys to buy",
                               help_text=f"{wallet.DIAMONDS_PER_KEY} diamonds buy one key.")
@@ -185,12 +206,33 @@ class LoginForm(AuthenticationForm):
 
 class SignUpForm(UserCreationForm):
     """Django's sign-up form; saving also makes the player and credits the
-    starting balance through the ledger, all in one transaction."""
+    starting balance through the ledger, all in one transaction.
+
+    A refused password is said under "Password", the field to change
+    (Django puts it under the confirmation), and a refused form keeps what
+    was typed: the password always (so it can be amended), the confirmation
+    too when both passwords were accepted (say only the name was taken).
+    The page carrying them back is never cached (``views.account.signup``)."""
+
+    def validate_password_for_user(self, user, **kwargs):
+        super().validate_password_for_user(user, password_field_name="password1")
+
+    def full_clean(self):
+        super().full_clean()
+        if not self.is_bound:
+            return
+        self.fields["password1"].widget.render_value = True
+        self.fields["password2"].widget.render_value = not (self.has_error("password1")
+                                                            or self.has_error("password2"))
+        first = next((name for name in self.fields if self.has_error(name)), None)
+        for name, field in self.fields.items():
+            if name == first:
+                field.widget.attrs["autofocus"] = True
+            else:
+                field.widget.attrs.pop("autofocus", None)
 
     @transaction.atomic
     def save(self, commit=True):
         user = super().save(commit=True)
-        player = ensure_player(user)
-        for currency, amount in STARTING_BALANCE.items():
-            wallet.grant(player, currency, amount, reason=LedgerEntry.Reason.GRANT, reference="welcome")
+        welcome(ensure_player(user))
         return user

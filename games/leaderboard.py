@@ -56,44 +56,6 @@ def split(score: float) -> tuple[int, int]:
     return total, SCALE - 1 - rest
 
 
-def record(round_id: str, player_id: str, guess_id: str, total: int, client=None) -> None:
-    """Apply one scored guess (idempotent, order-independent), and count it
-    in the round's recent activity (``games.live``) in the same round trip."""
-    from . import live
-
-    client = client or get_client()
-    pipe = client.pipeline(transaction=False)
-    pipe.zadd(key(round_id), {player_id: composite(total, offset_ms(guess_id, round_id))}, gt=True)
-    live.record_activity(pipe, round_id, guess_id, player_id=player_id)
-    pipe.execute()
-
-
-def record_many(scored, client=None, *, counters: dict[str, int] | None = None, stats_key: str = "") -> None:
-    """Apply many scored guesses ``(round_id, player_id, guess_id, total)``
-    in one pipeline: one ``ZADD GT`` per round with each player's best of
-    the batch, and the ``counters`` as ``HINCRBY``s on ``stats_key`` in the
-    same round trip, with the rounds' recent activity (``games.live``)."""
-    from . import live
-
-    client = client or get_client()
-    scored = list(scored)
-    best: dict[str, dict[str, int]] = {}
-    for round_id, player_id, guess_id, total in scored:
-        score = composite(total, offset_ms(guess_id, round_id))
-        members = best.setdefault(round_id, {})
-        if score > members.get(player_id, -1):
-            members[player_id] = score
-    pipe = client.pipeline(transaction=False)
-    for round_id, members in best.items():
-        pipe.zadd(key(round_id), members, gt=True)
-    live.record_activity_many(pipe, [(r, p, g) for r, p, g, _ in scored])
-    for field, n in (counters or {}).items():
-        if n:
-            pipe.hincrby(stats_key, field, n)
-    if len(pipe):
-        pipe.execute()
-
-
 @dataclass(frozen=True)
 class Standing:
     rank: int
@@ -190,7 +152,7 @@ def heal(round_ids=None, client=None) -> dict:
     pipe = client.pipeline(transaction=False)
     for rid in rids:
         pipe.get(sentinel(rid))
-    healed = []
+    healed, restored = [], {}
     for rid, mark in zip(rids, pipe.execute()):
         run_id = runs.get(cluster.node_of(client, key(rid)))
         if run_id is None or (mark is not None and mark.decode() == run_id):
@@ -198,14 +160,20 @@ def heal(round_ids=None, client=None) -> dict:
         scores = from_db(rid)
         tx = client.pipeline(transaction=True)  # board and sentinel share a slot
         if scores:
-            tx.zadd(key(rid), scores, gt=True)
+            tx.zadd(key(rid), scores, gt=True, ch=True)  # CH: how many players it moved
         tx.set(sentinel(rid), run_id)
-        tx.execute()
+        changed = tx.execute()[0] if scores else 0
         healed.append(rid)
-    if healed:
+        if changed:
+            restored[rid] = changed
+    # A board seen for the first time (a new round, a reaper's first pass)
+    # that already matched the database is the normal case, not news: only
+    # scores the database had to put back -- writes Valkey lost -- are told.
+    if restored:
         import logging
 
-        logging.getLogger("games.leaderboard").info(
-            "healed %d board(s) from the database (a server restarted, failed over or was flushed): %s",
-            len(healed), ", ".join(healed[:10]))
-    return {"boards": len(rids), "healed": len(healed)}
+        logging.getLogger("games.leaderboard").warning(
+            "restored %d score(s) on %d board(s) from the database (Valkey lost writes: a restart, failover "
+            "or flush): %s", sum(restored.values()), len(restored),
+            ", ".join(f"{rid} ({n})" for rid, n in list(restored.items())[:10]))
+    return {"boards": len(rids), "healed": len(healed), "restored": sum(restored.values())}

@@ -7,7 +7,7 @@ here reads keys the scoring path already keeps, plus two small ones:
   the board around you;
 * ``{cm:lb:<RND>}:act``, a sorted set of guess ids scored at (ms): "3
   guesses in the last minute", in the board's hash slot. Written by
-  ``leaderboard.record`` in the same round trip as the leaderboard (``ZADD
+  :func:`record` in the same round trip as the board's ``ZADD GT`` (``ZADD
   NX``, so a redelivered job counts once), and trimmed to the window there;
 * ``cm:ver:<RND>:<PLR>``, bumped when that player's guess is scored (same
   round trip), and ``cm:ver:<RND>``, bumped when the round closes
@@ -30,9 +30,8 @@ import time
 
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
-from echomq.scripts import Script
 
-from . import leaderboard, rides
+from . import leaderboard, rides, scripts
 
 log = logging.getLogger("games.live")
 
@@ -136,6 +135,41 @@ def record_activity_many(pipe, scored, now_ms: int | None = None) -> None:
         pipe.expire(version_key(round_id, player_id), VERSION_TTL_S)
 
 
+def record(round_id: str, player_id: str, guess_id: str, total: int, client=None) -> None:
+    """Apply one scored guess to the round's board (``ZADD GT``: idempotent,
+    order-independent) and count it in the recent activity, in one round trip."""
+    client = client or get_client()
+    pipe = client.pipeline(transaction=False)
+    pipe.zadd(leaderboard.key(round_id),
+              {player_id: leaderboard.composite(total, leaderboard.offset_ms(guess_id, round_id))}, gt=True)
+    record_activity(pipe, round_id, guess_id, player_id=player_id)
+    pipe.execute()
+
+
+def record_many(scored, client=None, *, counters: dict[str, int] | None = None, stats_key: str = "") -> None:
+    """Apply many scored guesses ``(round_id, player_id, guess_id, total)``
+    in one pipeline: one ``ZADD GT`` per round with each player's best of
+    the batch, the rounds' recent activity, and the ``counters`` as
+    ``HINCRBY``s on ``stats_key``."""
+    client = client or get_client()
+    scored = list(scored)
+    best: dict[str, dict[str, int]] = {}
+    for round_id, player_id, guess_id, total in scored:
+        score = leaderboard.composite(total, leaderboard.offset_ms(guess_id, round_id))
+        members = best.setdefault(round_id, {})
+        if score > members.get(player_id, -1):
+            members[player_id] = score
+    pipe = client.pipeline(transaction=False)
+    for round_id, members in best.items():
+        pipe.zadd(leaderboard.key(round_id), members, gt=True)
+    record_activity_many(pipe, [(r, p, g) for r, p, g, _ in scored])
+    for field, n in (counters or {}).items():
+        if n:
+            pipe.hincrby(stats_key, field, n)
+    if len(pipe):
+        pipe.execute()
+
+
 NAME_MEMO_S = 60.0   # how long this process trusts a name it has read
 NAME_MEMO_MAX = 50_000
 _name_memo: dict[str, tuple[str, float]] = {}
@@ -184,28 +218,7 @@ def _rows(client, pairs, first_rank: int, me: str) -> list[dict]:
     return out
 
 
-# KEYS[1]  the round's board (cm:lb:<RND>); KEYS[2] its recent activity ({cm:lb:<RND>}:act)
-# ARGV[1]  the asking player's PLR id; ARGV[2] activity since (ms); ARGV[3] the top's length;
-# ARGV[4]  neighbours either side; ARGV[5] '1' to read the board, '0' for the counts only
-# Replies  {players, recent, my 0-based rank or -1, {member, score, ...} of the top,
-#           first 0-based rank of my neighbours or -1, {member, score, ...} of them}
-_SNAPSHOT_LUA = """
-local since, top, around = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if ARGV[1] == '' or not since or not top or not around or top < 1 or around < 0 or top > 100 or around > 100
-    or (ARGV[5] ~= '0' and ARGV[5] ~= '1') then
-  return redis.error_reply('EMQARG live snapshot: bad arguments')
-end
-local players = redis.call('ZCARD', KEYS[1])
-local recent = redis.call('ZCOUNT', KEYS[2], since, '+inf')
-if ARGV[5] == '0' then return {players, recent, -1, {}, -1, {}} end
-local rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
-local head = redis.call('ZREVRANGE', KEYS[1], 0, top - 1, 'WITHSCORES')
-if not rank then return {players, recent, -1, head, -1, {}} end
-if rank < top then return {players, recent, rank, head, -1, {}} end
-local start = math.max(rank - around, top)
-return {players, recent, rank, head, start, redis.call('ZREVRANGE', KEYS[1], start, rank + around, 'WITHSCORES')}
-"""
-_SNAPSHOT = Script("cm.live.snapshot", _SNAPSHOT_LUA)
+_SNAPSHOT = scripts.load("live_snapshot")  # lua/games/live_snapshot.lua: counts, top and neighbours
 
 
 def _pairs(flat) -> list[tuple[bytes, float]]:

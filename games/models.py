@@ -132,6 +132,8 @@ class Player(models.Model):
     id = BrandedIdField("PLR", primary_key=True)
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="player")
     created_at = models.DateTimeField(default=timezone.now)
+    # Opt-in, on the profile: a notification whenever a new round opens.
+    notify_new_rounds = models.BooleanField(default=False, help_text="tell me when a new round opens")
 
     class Meta:
         permissions = [("grant_currency", "Can grant or take back currency")]
@@ -316,6 +318,7 @@ class Notification(models.Model):
     class Kind(models.TextChoices):
         SETTLED = "settled", "round settled"
         VOIDED = "voided", "round voided"
+        OPENED = "opened", "round opened"
 
     id = BrandedIdField("NOT", primary_key=True)
     player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="notifications")

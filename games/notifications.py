@@ -1,53 +1,32 @@
-"""In-app notifications, created by the ``games.tasks.notify`` task.
+"""In-app notifications, created by the game's tasks (``games.tasks``).
 
-After a round closes, settlement asks for one task per participant,
-enqueued with ``transaction.on_commit`` (so a rolled-back settlement asks
-for nothing) on the ``cm.tasks`` queue, each on its player's lane. A
-redelivered settle job asks again; the ``Notification`` unique constraint
-on (player, round, kind) makes delivery idempotent, so the extra tasks
-change nothing. Arguments carry ids only.
+* "The round you played is settled" (or voided): after a round closes,
+  settlement asks for one ``notify`` task per participant
+  (``tasks.notify_round``), enqueued with
+  ``transaction.on_commit`` (so a rolled-back settlement asks for nothing)
+  on the ``cm.tasks`` queue, each on its player's lane.
+* "A new round opened": creating a round asks, on commit, for one
+  ``announce_round`` task, which tells every player who opted in on their
+  profile (``Player.notify_new_rounds``), a thousand rows per INSERT.
+
+A redelivered job asks again; the ``Notification`` unique constraint on
+(player, round, kind) makes delivery idempotent, so the extra tasks change
+nothing. Arguments carry ids only.
 """
 from __future__ import annotations
 
-import logging
-from functools import partial
-
 from django.db import IntegrityError, transaction
 
-from .models import Guess, LedgerEntry, Notification, Player, Round, RoundEntry
-
-log = logging.getLogger("games.notifications")
+from .models import LedgerEntry, Notification, Player, Round, RoundEntry
 
 
-def _kind_for(rnd: Round) -> str | None:
+def kind_for(rnd: Round) -> str | None:
+    """The notification a closed round gives its players (None while it is not closed)."""
     if rnd.status == Round.Status.SETTLED:
         return Notification.Kind.SETTLED
     if rnd.status == Round.Status.VOIDED:
         return Notification.Kind.VOIDED
     return None
-
-
-def enqueue_for_round(round_id: str) -> int:
-    """Ask (on commit) for a notification to every participant of a closed
-    round; answers how many were asked for. Never raises: a lost request is
-    re-made by the next settle delivery."""
-    rnd = Round.objects.filter(pk=round_id).first()
-    kind = rnd and _kind_for(rnd)
-    if not kind:
-        return 0
-    players = sorted(set(Guess.objects.filter(round_id=round_id).values_list("player_id", flat=True)))
-    for player_id in players:
-        transaction.on_commit(partial(_send, player_id, round_id, str(kind)))
-    return len(players)
-
-
-def _send(player_id: str, round_id: str, kind: str) -> None:
-    from .tasks import notify
-
-    try:
-        notify.enqueue(player_id, round_id, kind)
-    except Exception as exc:
-        log.warning("notification for %s in %s not sent (%s: %s)", player_id, round_id, type(exc).__name__, exc)
 
 
 def _text(rnd: Round, player_id: str, kind: str) -> tuple[str, dict]:
@@ -88,6 +67,46 @@ def deliver(player_id: str, round_id: str, kind: str) -> Notification | None:
             return Notification.objects.create(player_id=player_id, round=rnd, kind=kind, text=text[:300], data=data)
     except IntegrityError:
         return Notification.objects.get(player_id=player_id, round=rnd, kind=kind)
+
+
+ANNOUNCE_BATCH = 1000
+
+
+def opened_text(rnd: Round) -> str:
+    name = rnd.title or rnd.pk
+    unit = rnd.currency if rnd.guess_price != 1 else rnd.currency.removesuffix("s")
+    minutes = max(int((rnd.ends_at - rnd.created_at).total_seconds() // 60), 1)
+    hours, mins = divmod(minutes, 60)
+    runs = " ".join(p for p in (f"{hours} h" if hours else "", f"{mins} min" if mins else "") if p)
+    return (f"A new {rnd.kind} round opened: {name}. A guess costs {rnd.guess_price} {unit}, "
+            f"the pool is 💎 {rnd.prize_pool}; it runs {runs}.")
+
+
+def announce(round_id: str) -> int:
+    """Tell every player who asked (``notify_new_rounds``) that the round
+    opened; answers how many notifications were made now (0 when the round
+    is gone or no longer open, and for a second delivery)."""
+    rnd = Round.objects.filter(pk=round_id).only(
+        "id", "title", "kind", "status", "currency", "guess_price", "prize_pool", "created_at", "ends_at").first()
+    if rnd is None or not rnd.is_open:
+        return 0
+    text = opened_text(rnd)[:300]
+    told = set(Notification.objects.filter(round_id=round_id, kind=Notification.Kind.OPENED)
+               .values_list("player_id", flat=True))
+    made = 0
+    wanted = Player.objects.filter(notify_new_rounds=True).order_by("pk").values_list("pk", flat=True)
+    batch: list[Notification] = []
+    for player_id in wanted.iterator(chunk_size=ANNOUNCE_BATCH):
+        if player_id in told:
+            continue
+        batch.append(Notification(player_id=player_id, round_id=round_id, kind=Notification.Kind.OPENED,
+                                  text=text, data={"round": round_id}))
+        if len(batch) == ANNOUNCE_BATCH:
+            made += len(Notification.objects.bulk_create(batch, ignore_conflicts=True))
+            batch = []
+    if batch:
+        made += len(Notification.objects.bulk_create(batch, ignore_conflicts=True))
+    return made
 
 
 def unread(player) -> list[Notification]:

@@ -59,7 +59,7 @@ class CachedModelBackend(ModelBackend):
                     player = _bare(player)
                     cache.set(_player_key(user_id), player, CACHE_SECONDS)
             if user is not None and session is not None:
-                session.remember(user, player)  # the session's next requests bring both
+                session.remember(user, player, CACHE_SECONDS)  # the session's next requests bring both
         if user is not None and player is not None:
             user._cached_player = player
         return user if self.user_can_authenticate(user) else None

@@ -27,10 +27,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from echomq import UNAVAILABLE
-from echomq.scripts import Script
 from echomq.contrib.django import get_client
 
-from . import rides
+from . import rides, scripts
 
 log = logging.getLogger("games.ratelimit")
 
@@ -64,21 +63,7 @@ def rate(name: str) -> Rate | None:
     return parse_rate(text) if text else None
 
 
-# KEYS[1]  the counter of one limit, ident and window
-# ARGV[1]  how long the counter lives, ms (the window plus a second)
-# Replies  the count of hits in the window, this one included
-_HIT_LUA = """
-local ttl = tonumber(ARGV[1])
-if not ttl or ttl < 1 or ttl % 1 ~= 0 then
-  return redis.error_reply('EMQARG rate limit: ARGV[1] (ttl ms) must be a positive integer')
-end
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ttl) end
-return n
-"""
-
-
-_HIT = Script("cm.ratelimit.hit", _HIT_LUA)
+_HIT = scripts.load("ratelimit_hit")  # lua/games/ratelimit_hit.lua: INCR, PEXPIRE on the first hit
 
 
 @dataclass(frozen=True)

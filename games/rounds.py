@@ -9,14 +9,20 @@ the reveal anyone can check the secret was fixed in advance.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
+from functools import partial
 from datetime import timedelta
 from typing import Sequence
 
+from django.db import transaction
 from django.utils import timezone
 
 from . import emoji_sets, engine
 from .models import DEFAULT_KEYBOARD_SIZE, EmojiSet, Round
+from .tasks import announce_round
+
+log = logging.getLogger("games.rounds")
 
 SEPARATOR = "\x1e"
 _random = secrets.SystemRandom()
@@ -90,4 +96,16 @@ def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currenc
         rnd.weights = list(weights)
     rnd.full_clean()
     rnd.save(force_insert=True)
+    transaction.on_commit(partial(_announce, rnd.pk))
     return rnd
+
+
+def _announce(round_id: str) -> None:
+    """Ask the task worker to tell the players who want to know (on commit:
+    a rolled-back creation asks for nothing). Never raises: a round is open
+    whether or not its announcement could be queued."""
+    try:
+        announce_round.enqueue(round_id)
+    except Exception as exc:
+        log.warning("round %s: the new-round notification was not queued (%s: %s)", round_id,
+                    type(exc).__name__, exc)

@@ -77,13 +77,11 @@ class SessionStore(cached_db.SessionStore):
             self._cache.delete(identity_key(key))
             rides.forget(key)
 
-    def remember(self, user, player) -> None:
-        """Cache ``(user, player)`` as this session's identity, filed under
-        the user so that changing the user drops it."""
-        from .players import CACHE_SECONDS
-
+    def remember(self, user, player, seconds: int) -> None:
+        """Cache ``(user, player)`` as this session's identity for
+        ``seconds``, filed under the user so that changing the user drops it."""
         if self.session_key:
-            self._cache.set_tagged(identity_key(self.session_key), (user, player), CACHE_SECONDS,
+            self._cache.set_tagged(identity_key(self.session_key), (user, player), seconds,
                                    USER_SESSIONS + str(user.pk))
 
 

@@ -33,7 +33,7 @@ from django.utils import timezone
 from echomq import ids
 from echomq.contrib.django import get_queue
 
-from . import leaderboard, live, notifications, payouts, rounds, wallet
+from . import leaderboard, live, payouts, rounds, tasks, wallet
 from .models import Currency, Guess, LedgerEntry, Round
 from .scoring import score_locked
 
@@ -94,7 +94,7 @@ def _record_scores(rnd_id: str, scored: list[Guess]) -> None:
     """Leaderboard effects of guesses settlement scored itself."""
     for g in scored:
         try:
-            leaderboard.record(rnd_id, g.player_id, g.id, g.total)
+            live.record(rnd_id, g.player_id, g.id, g.total)
         except Exception as exc:
             log.warning("leaderboard update for %s failed (%s); rebuild_leaderboards will fix it", g.id, exc)
 
@@ -122,7 +122,7 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
                 rnd.status = Round.Status.REVEALING  # committed before the reveal
                 rnd.save(update_fields=["status"])
     if done is not None and done.action == "already":
-        notifications.enqueue_for_round(round_id)
+        tasks.notify_round(round_id)
         return done
     _record_scores(round_id, stragglers)
     if done is None:  # blind: reveal, check the commitment, pay
@@ -135,12 +135,24 @@ def settle_round(round_id: str, *, force: bool = False) -> Outcome:
                 done = _void(rnd, "commitment mismatch")
             else:
                 done = _pay(rnd)
-    notifications.enqueue_for_round(round_id)
+    tasks.notify_round(round_id)
     live.touch(round_id)  # open pages poll in full and show the result
     if done.action != "already":
         log.info("round %s %s: payouts %s, house keeps %s", round_id, done.action,
                  [(p.player_id, amt) for p, amt in done.payouts], done.house)
     return done
+
+
+def _ended_now(rnd: Round) -> list[str]:
+    """Record when the round actually ended: a round closed before its end
+    time (a perfect guess, an admin's "Settle now" or "Void") ends now, and
+    ``result["scheduled_end"]`` keeps the end it had. The fields to save."""
+    now = timezone.now()
+    rnd.settled_at = now
+    if rnd.ends_at > now:
+        rnd.result = {**(rnd.result or {}), "scheduled_end": rnd.ends_at.isoformat()}
+        rnd.ends_at = now
+    return ["status", "settled_at", "ends_at", "result"]
 
 
 def _pay(rnd: Round) -> Outcome:
@@ -150,13 +162,12 @@ def _pay(rnd: Round) -> Outcome:
     for s, amount in sorted(paid, key=lambda p: p[0].player_id):  # fixed lock order
         wallet.apply(s.player_id, Currency.DIAMONDS, amount, LedgerEntry.Reason.PRIZE, rnd.pk)
     rnd.status = Round.Status.SETTLED
-    rnd.settled_at = timezone.now()
     rnd.result = {
         "kind": rnd.kind, "pool": rnd.prize_pool, "house": house,
         "payouts": [payouts.row(rnd.kind, standings, s, amt) for s, amt in paid],
         "players": len(standings),
     }
-    rnd.save(update_fields=["status", "settled_at", "result"])
+    rnd.save(update_fields=_ended_now(rnd))
     return Outcome(rnd.pk, "settled", paid, house)
 
 
@@ -169,9 +180,8 @@ def _void(rnd: Round, reason: str) -> Outcome:
         refunded += 1
     Guess.objects.filter(round=rnd, status=Guess.Status.QUEUED).update(status=Guess.Status.REFUNDED)
     rnd.status = Round.Status.VOIDED
-    rnd.settled_at = timezone.now()
     rnd.result = {"voided": reason, "refunded_guesses": refunded}
-    rnd.save(update_fields=["status", "settled_at", "result"])
+    rnd.save(update_fields=_ended_now(rnd))
     return Outcome(rnd.pk, "voided")
 
 
@@ -184,7 +194,7 @@ def void_round(round_id: str, reason: str = "voided by an operator") -> Outcome:
         if rnd.status not in CLOSEABLE:
             return Outcome(round_id, "already")
         done = _void(rnd, reason)
-    notifications.enqueue_for_round(round_id)
+    tasks.notify_round(round_id)
     live.touch(round_id)
     log.info("round %s voided (%s): %s guess charge(s) refunded", round_id, reason, rnd.result["refunded_guesses"])
     return done

@@ -27,9 +27,11 @@ def grid_row(breakdown: list[dict]) -> str:
     return "".join(SQUARES[m["label"]] for m in breakdown)
 
 
-def card(rnd, guesses) -> str:
+def card(rnd, guesses, link: str = "") -> str:
     """The copyable card: title, guesses and best, one square row per
-    guess (oldest first, the last ``MAX_ROWS``). No emoji of the secret."""
+    guess (oldest first, the last ``MAX_ROWS``), and ``link``, the round's
+    public watch page, where whoever reads it sees how the round went. No
+    emoji of the secret."""
     scored = sorted((g for g in guesses if g.breakdown), key=lambda g: g.id)
     if not scored:
         return ""
@@ -39,4 +41,4 @@ def card(rnd, guesses) -> str:
     rows = [grid_row(g.breakdown) for g in scored[-MAX_ROWS:]]
     if len(scored) > MAX_ROWS:
         rows.insert(0, f"… {len(scored) - MAX_ROWS} earlier")
-    return "\n".join([head, tries, *rows])
+    return "\n".join([head, tries, *rows, *([link] if link else [])])

@@ -1,5 +1,5 @@
-"""Queue handlers: scoring (``cm``), settlement (``cm.settle``) and
-notifications (``cm.notify``).
+"""Queue handlers: scoring (``cm``) and settlement (``cm.settle``).
+(Notifications are a Django task: ``games.tasks``.)
 
 Delivery is at-least-once, so every handler is idempotent on its job:
 
@@ -34,7 +34,7 @@ from django.db import OperationalError, close_old_connections, transaction
 from echomq import Drop, Job, Retry
 from echomq.contrib.django import get_client
 
-from . import leaderboard, notifications, settlement
+from . import live, settlement
 from . import metrics as game_metrics
 from .models import Guess, Round
 from .scoring import apply_score, lock_batch, score_many
@@ -93,7 +93,7 @@ def score_guesses(jobs: list[Job]) -> list[BaseException | None]:
         game_metrics.scored(g)
     counters = {"deliveries": sum(len(js) for js in named.values()), "scored": len(fresh), "redelivered": len(again)}
     try:
-        leaderboard.record_many([(rnd.pk, g.player_id, g.id, g.total) for g, rnd in fresh + again],
+        live.record_many([(rnd.pk, g.player_id, g.id, g.total) for g, rnd in fresh + again],
                                 counters=counters, stats_key=STATS_KEY)
     except Exception as exc:  # scored in the database; a redelivery re-applies the leaderboard
         retry = Retry(f"leaderboard not updated: {exc}", delay_ms=500)
@@ -159,14 +159,3 @@ def settle(job: Job) -> None:
         raise Drop("round no longer exists")
     log.info("settle %s (%s): %s", data["round"], data.get("why"), outcome.action)
 
-
-def notify(job: Job) -> None:
-    data = _payload(job, "player", "round", "kind")
-    try:
-        note = notifications.deliver(data["player"], data["round"], data["kind"])
-    except OperationalError as exc:
-        close_old_connections()
-        raise Retry(f"database: {exc}", delay_ms=500) from None
-    if note is None:
-        raise Drop("player or round no longer exists")
-    log.info("notified %s: %s", data["player"], note.text)

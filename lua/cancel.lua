@@ -21,11 +21,9 @@ Event:  cancelled, or cancelling the first time a leased job is marked.
 --- @include "stats"
 --- @include "events"
 --- @include "ended"
+--- @include "unique"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 arg_key(2, P .. 'pending')
 arg_key(3, P .. 'schedule')
 
@@ -51,6 +49,7 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 emit_row(P, 'cancelled', id, KEYS[1], '')
 ended(P, id, KEYS[1], 'cancelled')
+unique_release_row(P, id, KEYS[1])
 redis.call('DEL', KEYS[1])
 count(P, 'cancelled', now_ms(), 1)
 return 'cancelled'

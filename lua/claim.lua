@@ -17,7 +17,12 @@ ARGV[4] consumer         the claiming consumer's CSR id, or '' (kept on the row
                          with the claim time, for the completed-job record)
 
 Reply: a flat array, four entries per job: id, payload, token, lane ('' if
-flat). Empty when nothing is ready or the queue is paused.
+flat). Empty when nothing is ready or the queue is paused. When a rate limit
+(rate.lua) kept jobs back from a claim that came back short, one more entry
+follows the jobs: {queue_wait_ms, lane_wait_ms}, the ms until the queue's
+window reopens (0: it did not cut this claim; nothing can be claimed before
+then) and until the first cooling lane reopens (0: none cools). A queue
+without rate limits never answers it.
 
 A claim that takes fewer than n leaves nothing ready, so it empties the wake
 list (P..'wake'): a token left there would only wake a consumer to claim
@@ -31,6 +36,7 @@ Event: one claimed entry for all the jobs leased (data {"lease_deadline", "consu
 --- @include "chunks"
 --- @include "skiplist"
 --- @include "events"
+--- @include "rate"
 
 arg_count(4)
 local P = arg_prefix(ARGV[1])
@@ -49,6 +55,8 @@ local deadline = now + lease
 local out, leases = {}, {}
 local events = events_batch(P)
 local claimed = '{"lease_deadline":' .. deadline .. (consumer ~= '' and (',"consumer":"' .. consumer .. '"') or '') .. '}'
+local rate = rate_claim_begin(KEYS[4], P, now, n)
+local budget = rate.budget
 
 local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
@@ -63,14 +71,14 @@ local function lease_job(id, lane)
   out[#out + 1] = lane
 end
 
-local flat = redis.call('ZPOPMIN', KEYS[1], n)
+local flat = budget > 0 and redis.call('ZPOPMIN', KEYS[1], budget) or {}
 for i = 1, #flat, 2 do lease_job(flat[i], '') end
 
 local taken = #flat / 2
 -- Every lane on the ring is servable (see lanes.lua), so each step claims one
 -- job; the bound only guards against a ring that lost its invariant.
 local guard = redis.call('LLEN', KEYS[3])
-while taken < n and guard > 0 do
+while taken < budget and guard > 0 do
   local lane = redis.call('LMOVE', KEYS[3], KEYS[3], 'LEFT', 'RIGHT')
   if not lane then break end
   local popped = redis.call('ZPOPMIN', lane_pending_key(P, lane))
@@ -80,6 +88,7 @@ while taken < n and guard > 0 do
   else
     lease_job(popped[1], lane)
     redis.call('HINCRBY', lane_meta_key(P, lane), 'active', 1)
+    rate_lane_claimed(P, rate, lane, now)
     if not lane_servable(P, lane) then
       redis.call('RPOP', KEYS[3])  -- drained or at its limit: off the ring
     end
@@ -92,4 +101,5 @@ end
 zadd_many(KEYS[2], leases)
 if taken < n then redis.call('DEL', P .. 'wake') end  -- every token left is stale (see above)
 emit_batch(P, 'claimed', events, claimed)
+out[#out + 1] = rate_claim_end(KEYS[4], P, rate, now, taken, n)
 return out

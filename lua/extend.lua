@@ -23,14 +23,8 @@ Event:   none (a heartbeat is not a transition); cancelled when it drops the job
 local P, id = arg_fenced(4)
 local lease = arg_int(ARGV[4], 'lease_ms', 1, MAX_MS)
 
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return GONE end
-if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
-local now = now_ms()
-if verdict == 'cancelled' then
-  drop_cancelled(P, id, KEYS[1], now)
-  return cancelled_reply(id)
-end
+local done, now = fence_open(P, id)
+if done then return done end
 local deadline = now + lease
 redis.call('ZADD', KEYS[2], 'XX', deadline, id)
 return deadline

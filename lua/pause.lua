@@ -2,7 +2,7 @@
 
 KEYS[1] meta             emq:{q}:meta
 ARGV[1] P                emq:{q}:
-ARGV[2] '1' to pause, '0' to resume
+ARGV[2] paused           '1' to pause, '0' to resume
 
 Reply: 1. Resuming pushes WAKE_MAX wake tokens so every parked consumer
 looks again.

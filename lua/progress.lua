@@ -17,10 +17,7 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 Event:   progress, data {"value": <the value>}.
 ]]
 --- @include "args"
---- @include "now"
---- @include "replies"
 --- @include "fence"
---- @include "cancel"
 --- @include "events"
 
 local P, id = arg_fenced(4)
@@ -28,13 +25,8 @@ local value = ARGV[4]
 if #value > MAX_PROGRESS then arg_fail('value', 'longer than ' .. MAX_PROGRESS .. ' bytes') end
 if value == '' or not pcall(cjson.decode, value) then arg_fail('value', 'want JSON text') end
 
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return GONE end
-if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
-if verdict == 'cancelled' then
-  drop_cancelled(P, id, KEYS[1], now_ms())
-  return cancelled_reply(id)
-end
+local done = fence_open(P, id)
+if done then return done end
 redis.call('HSET', KEYS[1], 'progress', value)
 emit_row(P, 'progress', id, KEYS[1], '{"value":' .. value .. '}')
 return 1

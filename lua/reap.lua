@@ -26,6 +26,7 @@ Events: stalled (data stalls) or dead (data stalls, error) per job; cancelled pe
 --- @include "keep"
 --- @include "events"
 --- @include "ended"
+--- @include "unique"
 
 arg_count(3)
 local P = arg_prefix(ARGV[1])
@@ -50,6 +51,7 @@ for _, id in ipairs(expired) do
       if stalls > max_stalls then
         redis.call('HSET', jk, 'state', 'dead', 'died', now,
           'last_error', 'stalled ' .. stalls .. ' times: its worker never finished it')
+        unique_release_row(P, id, jk)
         redis.call('ZADD', KEYS[2], now, id)
         count(P, 'dead', now, 1)
         emit_row(P, 'dead', id, jk, '{"error":"stalled ' .. stalls .. ' times","stalls":' .. stalls .. '}')

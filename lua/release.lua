@@ -27,13 +27,8 @@ Event:   released; cancelled when it drops the job.
 
 local P, id = arg_fenced(3)
 
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return GONE end
-if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
-if verdict == 'cancelled' then
-  drop_cancelled(P, id, KEYS[1], now_ms())
-  return cancelled_reply(id)
-end
+local done = fence_open(P, id)
+if done then return done end
 redis.call('ZREM', KEYS[2], id)
 redis.call('HINCRBY', KEYS[1], 'base', 1)
 local lane = redis.call('HGET', KEYS[1], 'lane')

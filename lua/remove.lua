@@ -18,11 +18,9 @@ Event: removed (data {"was": state}); none when there was no job.
 --- @include "replies"
 --- @include "events"
 --- @include "ended"
+--- @include "unique"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 arg_key(2, P .. 'pending')
 arg_key(3, P .. 'active')
 arg_key(4, P .. 'schedule')
@@ -42,5 +40,6 @@ end
 for i = 2, 5 do redis.call('ZREM', KEYS[i], id) end
 emit_row(P, 'removed', id, KEYS[1], '{"was":"' .. row[1] .. '"}')
 ended(P, id, KEYS[1], 'removed')
+unique_release_row(P, id, KEYS[1])
 redis.call('DEL', KEYS[1])
 return row[1]

@@ -19,10 +19,7 @@ Event:  requeued.
 --- @include "ready"
 --- @include "events"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 arg_key(2, P .. 'dead')
 
 local row = redis.call('HMGET', KEYS[1], 'state', 'attempts')

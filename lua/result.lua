@@ -19,21 +19,13 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
 --- @include "args"
---- @include "now"
---- @include "replies"
 --- @include "fence"
---- @include "cancel"
 
 local P, id = arg_fenced(4)
 local value = arg_text(ARGV[4], 'value')
 if value == '' or not pcall(cjson.decode, value) then arg_fail('value', 'want JSON text') end
 
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return GONE end
-if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
-if verdict == 'cancelled' then
-  drop_cancelled(P, id, KEYS[1], now_ms())
-  return cancelled_reply(id)
-end
+local done = fence_open(P, id)
+if done then return done end
 redis.call('HSET', KEYS[1], 'result', value)
 return 1

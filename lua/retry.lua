@@ -30,6 +30,7 @@ Event:   retried (data run_at, delay_ms, error) or dead (data error).
 --- @include "keep"
 --- @include "events"
 --- @include "ended"
+--- @include "unique"
 
 local P, id = arg_fenced(6)
 local delay = arg_int(ARGV[4], 'delay_ms', 0, MAX_MS)
@@ -38,14 +39,8 @@ arg_text(ARGV[6], 'error')
 arg_key(3, P .. 'schedule')
 arg_key(4, P .. 'dead')
 
-local verdict = fence(KEYS[1], ARGV[3])
-if verdict == 'gone' then return GONE end
-if verdict == 'stale' then return stale_reply(id, ARGV[3]) end
-local now = now_ms()
-if verdict == 'cancelled' then
-  drop_cancelled(P, id, KEYS[1], now)
-  return cancelled_reply(id)
-end
+local done, now = fence_open(P, id)
+if done then return done end
 local row = redis.call('HMGET', KEYS[1], 'attempts', 'base', 'lane')
 local tries = tonumber(row[1]) - tonumber(row[2] or '0')
 redis.call('ZREM', KEYS[2], id)
@@ -53,6 +48,7 @@ redis.call('HSET', KEYS[1], 'last_error', ARGV[6])
 if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
 if tries >= max_attempts then
   redis.call('HSET', KEYS[1], 'state', 'dead', 'died', now)
+  unique_release_row(P, id, KEYS[1])
   redis.call('ZADD', KEYS[4], now, id)
   count(P, 'dead', now, 1)
   emit(P, 'dead', id, row[3], row[1], cjson.encode({error = brief(ARGV[6])}))

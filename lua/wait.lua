@@ -18,10 +18,7 @@ Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
 --- @include "args"
 --- @include "replies"
 
-arg_count(2)
-local P = arg_prefix(ARGV[1])
-local id = arg_job(ARGV[2])
-arg_key(1, P .. 'job:' .. id)
+local P, id = arg_job_row(2)
 
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then

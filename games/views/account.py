@@ -9,6 +9,7 @@ from django.core.paginator import Paginator
 from django.db import IntegrityError
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import ratelimit, wallet
@@ -32,6 +33,7 @@ class LoginView(auth_views.LoginView):
         return self.render_to_response(self.get_context_data(form=form), status=400)
 
 
+@never_cache  # a refused form carries the typed password back
 @require_http_methods(["GET", "POST"])
 def signup(request):
     """Create an account, credit the starting balance, log in, go play.

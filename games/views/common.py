@@ -9,6 +9,7 @@ from datetime import datetime
 from datetime import timezone as dt_timezone
 from operator import itemgetter
 
+import emoji as emoji_data
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import connection
@@ -16,20 +17,37 @@ from django.http import JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
-from ..models import Guess, Lock, Notification, Player, Round, Wallet
+from ..forms import welcome
+from ..models import Guess, LedgerEntry, Lock, Notification, Player, Round, Wallet
 from ..players import ensure_player
 from ..rows import convert, from_row
 
 _JOINERS = {"\u200d", "\ufe0f", "\ufe0e"}
 
 
+def _cldr_name(emoji: str) -> str | None:
+    """The emoji's name in the Unicode emoji data (the ``emoji`` library's
+    CLDR short names), tried as sent, without and with the emoji
+    presentation selector; None for a string that is not one emoji."""
+    for form in (emoji, emoji.replace("\ufe0f", ""), emoji + "\ufe0f"):
+        data = emoji_data.EMOJI_DATA.get(form)
+        if data is not None:
+            return data["en"].strip(":").replace("_", " ")
+    return None
+
+
 @functools.lru_cache(maxsize=4096)
 def emoji_name(emoji: str) -> str:
     """A readable name for an emoji, for accessible button labels.
 
-    Screen readers name most single emojis themselves, but not every one in
-    a ZWJ sequence, and a button label must never be empty: so join the
-    Unicode names of the parts (🐕‍🦺 -> "guide dog safety vest")."""
+    A sequence is named as a whole, as the Unicode emoji data names it
+    (🐈‍⬛ "black cat", 🐕‍🦺 "service dog"): the names of its parts
+    ("cat black large square") say something else. Only a string the data
+    does not know falls back to its code points' names, and a button label
+    is never empty."""
+    name = _cldr_name(emoji)
+    if name:
+        return name
     parts = [unicodedata.name(ch, "").lower() for ch in emoji if ch not in _JOINERS]
     return " ".join(p for p in parts if p) or "emoji"
 
@@ -223,8 +241,14 @@ def _player_with_wallet(user_id) -> Player | None:
 
 
 def _make_player(user) -> None:
-    """A first visit (or a wallet lost by hand): make what is missing."""
-    Wallet.objects.get_or_create(player=ensure_player(user))
+    """A first visit (or a wallet lost by hand): make what is missing. An
+    account that never had a ledger entry -- made by ``createsuperuser`` or
+    in the admin, not by signing up -- gets the starting balance, as a
+    sign-up does."""
+    player = ensure_player(user)
+    Wallet.objects.get_or_create(player=player)
+    if not LedgerEntry.objects.filter(player=player).exists():
+        welcome(player)
 
 
 def load_player(user) -> Player:
@@ -297,6 +321,12 @@ def round_and_my_guesses(round_id: str, player_id: str, fields: tuple[str, ...])
     n = len(fields)
     rnd = Round.from_db(connection.alias, fields, convert(Round, fields, row[:n]))
     return rnd, guesses_from_json(row[n], rnd, player_id)
+
+
+def open_rounds() -> list[Round]:
+    """Rounds taking guesses now, the soonest to end first (the lobby's, and the landing page's)."""
+    return list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=timezone.now())
+                .defer("secret", "nonce", "keyboard").order_by("ends_at"))
 
 
 def my_guesses_in(rnd: Round, player_id: str) -> list[Guess]:

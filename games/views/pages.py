@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
@@ -11,12 +12,12 @@ from django.http import Http404, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from .. import engine, live, payouts, share, wallet
-from ..forms import STARTING_BALANCE
+from ..forms import STARTING_BALANCE, AlertsForm
 from ..models import DEFAULT_BLIND_WEIGHTS, Guess, LedgerEntry, Player, Round, RoundEntry
-from .common import player_required
+from .common import open_rounds, player_required
 
 # The landing page's sample board: a made-up secret and two guesses, scored
 # by the real engine, so the example can never disagree with the game.
@@ -26,17 +27,19 @@ EXAMPLE_POOL = 100
 
 
 def _sample() -> list[dict]:
+    """The sample guesses as the round page shows them: the total (and
+    percentage) while the round runs, the per-position marks once it is
+    over (they say where the secret's emojis sit)."""
     rows = []
     for guess in SAMPLE_GUESSES:
         result = engine.score(SAMPLE_SECRET, guess)
-        rows.append({"marks": share.marks(result.breakdown()), "total": result.total})
+        rows.append({"emojis": guess, "marks": share.marks(result.breakdown()), "total": result.total,
+                     "percentage": round(result.total / engine.MAX_TOTAL * 100)})
     return rows
 
 
 def landing(request):
     """What the game is, in one screen, for someone who is not logged in."""
-    from .play import open_rounds
-
     rounds = open_rounds()[:8]
     playing = live.players_in([r.pk for r in rounds])
     return render(request, "games/landing.html", {
@@ -94,8 +97,23 @@ def profile(request, username: str | None = None):
     player = getattr(user, "player", None) if user else None
     if player is None:
         raise Http404("no such player")
-    return render(request, "games/profile.html", {"who": user.get_username(), "stats": stats(player),
-                                                  "me": player.pk == request.player.pk})
+    me = player.pk == request.player.pk
+    return render(request, "games/profile.html", {
+        "who": user.get_username(), "stats": stats(player), "me": me,
+        "alerts": AlertsForm(initial={"new_rounds": player.notify_new_rounds}) if me else None})
+
+
+@require_POST
+@player_required
+def alerts(request):
+    """Turn the player's "a new round opened" notifications on or off."""
+    form = AlertsForm(request.POST)
+    form.is_valid()  # a checkbox: anything else it is sent reads as off
+    wanted = bool(form.cleaned_data.get("new_rounds"))
+    Player.objects.filter(pk=request.player.pk).update(notify_new_rounds=wanted)
+    messages.success(request, "You will hear when a new round opens." if wanted else
+                     "No more notifications when a new round opens.")
+    return redirect("profile", request.user.get_username())
 
 
 @require_GET

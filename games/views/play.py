@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
+from datetime import timedelta
 from urllib.parse import quote_plus
 
 import echomq
@@ -28,14 +29,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import engine, leaderboard, live, locks, payouts, rides, rounds, share
 from .. import metrics as game_metrics
-from ..errors import RoundNotFound, SubmitError
+from ..errors import RepeatedGuess, RoundClosed, RoundExpired, RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
 from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry
 from ..wallet import DIAMONDS_PER_KEY
-from .common import (MAX_GUESSES_SHOWN, amount, emoji_name, load_round_page, my_guesses_in, player_required,
-                     remember_player, round_and_my_guesses)
+from .common import (MAX_GUESSES_SHOWN, amount, emoji_name, load_round_page, my_guesses_in, open_rounds,
+                     player_required, remember_player, round_and_my_guesses)
 from .common import url as common_url
+from .pages import landing
 from ..ratelimit import limited
 
 log = logging.getLogger("games.views")
@@ -43,6 +45,13 @@ log = logging.getLogger("games.views")
 # How each refusal answers: the round or the wallet is in the wrong state
 # (409, 402) or the guess itself is malformed (400).
 ERROR_STATUS = {"no_round": 404, "closed": 409, "expired": 409, "insufficient_funds": 402, "repeated_guess": 409}
+# Refusals of a well-formed guess that posting it again cannot change: the
+# answer is a redirect back to the round page (post/redirect/get, so a
+# reload does not post again), whose ``refused`` parameter names the reason
+# and the page says it where the composer is. A malformed post (only a
+# hand-made request, or too few emojis) is still a 400 page.
+REFUSED = "refused"
+REDIRECTED = {"repeated_guess", "insufficient_funds", "closed", "expired"}
 
 
 def _get_round(round_id: str) -> Round:
@@ -114,15 +123,33 @@ def _quoted(emoji: str) -> str:
 SENT = "sent"  # the query parameter naming the guess a POST just took
 
 
-def _round_url(rnd: Round | str, slots: list[str] | None = None, *, sent: str = "") -> str:
+def _round_url(rnd: Round | str, slots: list[str] | None = None, *, sent: str = "", refused: str = "") -> str:
     """The round page, carrying the draft in the query so it survives the
     redirect (``urlencode`` of the slots, each emoji quoted once per process),
-    and the id of the guess just sent, which the page confirms."""
+    and the id of the guess just sent, which the page confirms, or the
+    code of the refusal, which the page explains."""
     url = common_url("round", rnd.pk if isinstance(rnd, Round) else rnd)
     query = "&".join(f"slot{i}={_quoted(s)}" for i, s in enumerate(slots or []) if s)
-    if sent:
-        query = f"{query}&{SENT}={sent}" if query else f"{SENT}={sent}"
+    for name, value in ((SENT, sent), (REFUSED, refused)):
+        if value:
+            query = f"{query}&{name}={value}" if query else f"{name}={value}"
     return f"{url}?{query}" if query else url
+
+
+def _refusal_words(code: str | None, rnd: Round, slots: list[str], balance: int, guesses: list[Guess]) -> str:
+    """What a redirected refusal (``REFUSED``) says, rebuilt from the page's
+    own state; nothing when that state does not bear it out (a stale or
+    hand-made address)."""
+    if code == "repeated_guess" and rnd.is_open and all(slots) and any(g.emojis_final == slots for g in guesses):
+        return RepeatedGuess(slots).message
+    if code == "insufficient_funds" and rnd.is_open and balance < rnd.guess_price:
+        return (f"Not enough {rnd.currency}: a guess costs {amount(rnd.guess_price, rnd.currency)}, "
+                f"you have {amount(balance, rnd.currency)}.")
+    if code == "closed" and rnd.status != Round.Status.OPEN:
+        return RoundClosed(rnd.get_status_display()).message
+    if code == "expired" and rnd.status == Round.Status.OPEN and not rnd.is_open:
+        return RoundExpired().message
+    return ""
 
 
 def _sent_note(rnd: Round, guesses: list[Guess], sent: str | None) -> str:
@@ -180,17 +207,31 @@ def _reveal(rnd: Round) -> dict | None:
     return out
 
 
-def _live(request, rnd: Round) -> dict | None:
+def _with_my_unscored(snap: dict, guesses: list[Guess]) -> dict:
+    """Count my guesses still being scored in the panel's figures: Valkey
+    counts a guess (and its player) once it is scored, so right after my
+    guess the panel said "no guesses in the last minute" while the lobby,
+    a moment later, counted me as playing."""
+    since = timezone.now() - timedelta(milliseconds=live.ACTIVITY_WINDOW_MS)
+    queued = [g for g in guesses if g.status == Guess.Status.QUEUED]
+    snap["recent"] += sum(1 for g in queued if g.created_at >= since)
+    if queued and not any(g.status == Guess.Status.SCORED for g in guesses):
+        snap["players"] += 1  # my first guess: not on the board yet
+    return snap
+
+
+def _live(request, rnd: Round, guesses: list[Guess]) -> dict | None:
     ride = rides.taken(request, "live", request.user.pk, request.player.pk)
     snap = live.snapshot(rnd, request.player.pk, request.user.get_username(), board=not _sealed(rnd), ride=ride)
     if snap is not None:
+        _with_my_unscored(snap, guesses)
         snap["recent_words"] = live.activity_words(snap["recent"])
     return snap
 
 
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
                  status: int = 200, my_locks: dict[int, str] | None = None, guesses: list[Guess] | None = None,
-                 sent: str | None = None):
+                 sent: str | None = None, refused: str | None = None):
     """The round page; also the answer to a refused POST (with ``error``).
 
     Its SQL is pinned by a test: the player (wallet, unread count), the
@@ -212,6 +253,9 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         best = RoundEntry.objects.filter(round=rnd, player=player).values_list("best_total", flat=True).first()
     payout = next((p for p in (rnd.result or {}).get("payouts", []) if p["player"] == player.pk), None)
     wallet = getattr(player, "wallet", None)
+    balance = wallet.balance(rnd.currency) if wallet else 0
+    if refused and not error:
+        error = _refusal_words(refused, rnd, slots, balance, guesses)
     context = {
         "rnd": rnd,
         "sealed": _sealed(rnd),
@@ -221,7 +265,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "guesses": rows,
         "guess_items": [_guess_item(row) for row in rows],
         "best": None if _sealed(rnd) else best,
-        "balance": wallet.balance(rnd.currency) if wallet else 0,
+        "balance": balance,
         "token": uuid.uuid4().hex,
         "error": error,
         "note": _sent_note(rnd, guesses, sent),
@@ -229,8 +273,9 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "payout": payout,
         "payout_words": payouts.told(rnd.kind, payout) if payout else "",
         "rules": payouts.explain_round(rnd),
-        "live": _live(request, rnd),
-        "share": share.card(rnd, guesses) if rnd.revealed and guesses else "",
+        "live": _live(request, rnd, guesses),
+        "share": share.card(rnd, guesses, request.build_absolute_uri(common_url("watch", rnd.pk)))
+        if rnd.revealed and guesses else "",
         "scoring": share.LEGEND,
         "diamonds_per_key": DIAMONDS_PER_KEY,
         "repeated": [e for e in dict.fromkeys(slots) if e and slots.count(e) > 1],
@@ -248,19 +293,11 @@ def _form_refused(request, rnd: Round, form: DraftForm):
     return render_round(request, rnd, slots=form.slots(), error=" ".join(problems), status=400)
 
 
-def open_rounds() -> list[Round]:
-    """Rounds taking guesses now, the soonest to end first."""
-    return list(Round.objects.filter(status=Round.Status.OPEN, ends_at__gt=timezone.now())
-                .defer("secret", "nonce", "keyboard").order_by("ends_at"))
-
-
 @require_GET
 def lobby(request):
     """The front door: the landing page for a visitor, the lobby for a
     player."""
     if not request.user.is_authenticated:
-        from .pages import landing
-
         return landing(request)
     return _lobby(request)
 
@@ -281,7 +318,33 @@ def _lobby(request):
     recent = (Round.objects.filter(guesses__player=player)
               .filter(Q(status__in=[Round.Status.SETTLED, Round.Status.VOIDED]) | Q(ends_at__lte=now))
               .distinct().order_by("-ends_at")[:10])
-    return render(request, "games/lobby.html", {"rows": rows, "recent": recent})
+    return render(request, "games/lobby.html", {"rows": rows, "recent": recent, "ended": just_ended(),
+                                                "coming": coming_next()})
+
+
+JUST_ENDED = 5
+JUST_ENDED_WITHIN = timedelta(days=1)
+
+
+def just_ended(now=None) -> list[dict]:
+    """Rounds closed in the last day, the latest first, each with its
+    winners' names (the lobby's "Just ended"; each links to its watch page)."""
+    since = (now or timezone.now()) - JUST_ENDED_WITHIN
+    closed = list(Round.objects.filter(status__in=[Round.Status.SETTLED, Round.Status.VOIDED], settled_at__gte=since)
+                  .only("id", "title", "kind", "status", "prize_pool", "settled_at", "result")
+                  .order_by("-settled_at")[:JUST_ENDED])
+    winners = {p["player"] for r in closed for p in (r.result or {}).get("payouts", [])}
+    names = dict(Player.objects.filter(pk__in=winners).values_list("pk", "user__username")) if winners else {}
+    return [{"rnd": r, "winners": [(names.get(p["player"], "(gone)"), p["prize"])
+                                   for p in (r.result or {}).get("payouts", [])[:3]]} for r in closed]
+
+
+def coming_next() -> list[dict]:
+    """The rounds the schedules will open next, for the lobby's "Coming
+    next" (each ``{"title", "kind", "opens_at"}``). Empty until rounds open
+    on a schedule (issue 23, part 1): the lobby shows the section only when
+    this has something."""
+    return []
 
 
 @require_GET
@@ -297,7 +360,7 @@ def round_page(request, round_id: str):
     if page.round is None:
         raise Http404("No such round.")
     return render_round(request, page.round, slots=DraftForm.from_query(request.GET), my_locks=page.locks,
-                        guesses=page.guesses, sent=request.GET.get(SENT))
+                        guesses=page.guesses, sent=request.GET.get(SENT), refused=request.GET.get(REFUSED))
 
 
 @require_POST
@@ -355,6 +418,10 @@ def guess(request, round_id: str):
         raise Http404("That round does not exist.") from None
     except SubmitError as err:
         game_metrics.refused(err.code)
+        if err.code in REDIRECTED:
+            back = HttpResponseRedirect(_round_url(round_id, form.slots(), refused=err.code) + "#guess-error")
+            back.status_code = 303  # See Other: the browser GETs the round page
+            return back
         return _refused(request, _get_round(round_id), err, form.slots())
     return HttpResponseRedirect(_round_url(round_id, form.slots(), sent=g.id))
 
@@ -386,7 +453,7 @@ def my_guesses(request, round_id: str):
         "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},
         "guesses": rows,
         "best": max(totals) if totals else None,
-        "live": _live(request, rnd),
+        "live": _live(request, rnd, guesses),
     }, json_dumps_params={"ensure_ascii": False})
     if tag is not None and not any(r["status"] == Guess.Status.QUEUED for r in rows):
         response["ETag"] = tag  # never reuse an answer still waiting for a score

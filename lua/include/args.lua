@@ -71,6 +71,16 @@ local function arg_count(n)
   if #ARGV ~= n then arg_fail('ARGV', 'want ' .. n .. ' arguments, got ' .. #ARGV) end
 end
 
+-- The opening every call on one job by id (cancel, requeue, remove) shares:
+-- ARGV prefix, id and then n - 2 of its own; KEYS[1] the job row.
+local function arg_job_row(n)
+  arg_count(n)
+  local P = arg_prefix(ARGV[1])
+  local id = arg_job(ARGV[2])
+  arg_key(1, P .. 'job:' .. id)
+  return P, id
+end
+
 -- The opening every fenced call (complete, release, extend, retry) shares:
 -- ARGV prefix, id, token and then n - 3 of its own; KEYS job row, active.
 local function arg_fenced(n)

@@ -6,6 +6,7 @@
 --- @include "stats"
 --- @include "events"
 --- @include "ended"
+--- @include "unique"
 
 local function drop_cancelled(P, id, jk, now)
   local lane = redis.call('HGET', jk, 'lane')
@@ -13,6 +14,7 @@ local function drop_cancelled(P, id, jk, now)
   if lane and lane ~= '' then lane_release_active(P, lane) end
   emit_row(P, 'cancelled', id, jk, '')
   ended(P, id, jk, 'cancelled')
+  unique_release_row(P, id, jk)
   redis.call('DEL', jk)
   count(P, 'cancelled', now, 1)
 end

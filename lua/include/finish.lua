@@ -2,23 +2,25 @@
 -- complete (one job, the contract's reply) and complete_batch (a consumer's
 -- acks). Answers one code per job: 1 completed, 0 gone, -1 stale (nothing
 -- changed), -2 cancelled (dropped, see cancel.lua), and how many completed.
+-- A job named twice is completed once: the second answer is 0 (gone by then).
 -- The active-set removals and row deletions go out as one ZREM and one DEL
 -- for all the jobs; each completed job leaves a record (keep.lua).
 --- @include "lanes"
 --- @include "chunks"
 --- @include "cancel"
 --- @include "keep"
+--- @include "unique"
 --- @include "events"
 --- @include "ended"
 
 local function finish(P, ids, tokens, now)
-  local codes, gone_ids, rows, records = {}, {}, {}, {}
+  local codes, gone_ids, rows, records, seen = {}, {}, {}, {}, {}
   local events = events_batch(P)
   for i, id in ipairs(ids) do
     local jk = P .. 'job:' .. id
     local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer',
-      'parent', 'wait', 'children')
-    if not row[1] then
+      'unique', 'parent', 'wait', 'children')
+    if not row[1] or seen[id] then
       codes[i] = 0
     elseif row[1] ~= 'active' or row[2] ~= tokens[i] then
       codes[i] = -1
@@ -27,13 +29,15 @@ local function finish(P, ids, tokens, now)
       drop_cancelled(P, id, jk, now)
     else
       codes[i] = 1
+      seen[id] = true
       gone_ids[#gone_ids + 1] = id
       rows[#rows + 1] = jk
       if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
+      unique_release(P, id, row[8])
       events_add(events, id, row[3], row[2])
-      if row[8] or row[9] or row[10] then  -- a waiter or a flow: its entry first, then what follows from it
+      if row[9] or row[10] or row[11] then  -- a waiter or a flow: its entry first, then what follows from it
         emit_batch(P, 'completed', events, '')
-        ended(P, id, jk, 'completed', {row[8], row[9], row[10]})
+        ended(P, id, jk, 'completed', {row[9], row[10], row[11]})
       end
       local claimed = tonumber(row[6] or now)
       records[#records + 1] = id

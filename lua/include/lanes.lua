@@ -1,8 +1,9 @@
 -- Lane bookkeeping, shared by every script that moves a laned job.
 --
 -- A lane L of the queue with prefix P owns two keys:
---   P..'g:'..L..':pending'  zset of ready job ids, score 0 (mint order)
---   P..'g:'..L..':meta'     hash: paused ('1'), limit (max active), active
+--   P..'g:'..L..':pending'  zset of ready job ids, score -priority (priority.lua), then mint order
+--   P..'g:'..L..':meta'     hash: paused ('1'), limit (max active), active;
+--                           rate_* and cooling ('1') for a rate limit (rate.lua)
 -- and two queue keys track lanes as a whole:
 --   P..'ring'               list of lanes that can be served now, each once
 --   P..'lanes'              set of lanes that have jobs or settings
@@ -16,8 +17,8 @@ local function lane_meta_key(P, lane) return P .. 'g:' .. lane .. ':meta' end
 
 local function lane_servable(P, lane)
   if redis.call('ZCARD', lane_pending_key(P, lane)) == 0 then return false end
-  local m = redis.call('HMGET', lane_meta_key(P, lane), 'paused', 'limit', 'active')
-  if m[1] == '1' then return false end
+  local m = redis.call('HMGET', lane_meta_key(P, lane), 'paused', 'limit', 'active', 'cooling')
+  if m[1] == '1' or m[4] == '1' then return false end
   if m[2] and tonumber(m[3] or '0') >= tonumber(m[2]) then return false end
   return true
 end
@@ -32,8 +33,8 @@ local function lane_settle(P, lane, was_servable)
   if not now_servable and redis.call('ZCARD', lane_pending_key(P, lane)) == 0 then
     -- Forget a lane that holds nothing: no ready jobs, none active, no settings.
     local mk = lane_meta_key(P, lane)
-    local m = redis.call('HMGET', mk, 'paused', 'limit', 'active')
-    if not m[1] and not m[2] and tonumber(m[3] or '0') <= 0 then
+    local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'rate_jobs')
+    if not m[1] and not m[2] and tonumber(m[3] or '0') <= 0 and not m[4] then
       redis.call('DEL', mk)
       redis.call('SREM', P .. 'lanes', lane)
     end

@@ -24,3 +24,9 @@ def snapshot(client, q, *, jobs_only: bool = False) -> dict:
         else:
             out[key] = (kind, client.dump(key))
     return out
+
+
+def server_ms(client) -> int:
+    """The server's clock in ms (what the scripts read with TIME)."""
+    s, us = client.time()
+    return s * 1000 + us // 1000

@@ -74,6 +74,31 @@ def test_ids_raise_typed_errors_that_are_still_value_errors(call):
     assert isinstance(err.value, (InvalidName, ArgumentError))
 
 
+@pytest.mark.parametrize("call", [
+    lambda q: q.enqueue(b"x", priority=101),
+    lambda q: q.enqueue(b"x", unique_key="a b"),
+    lambda q: q.enqueue(b"x", unique_ttl_ms=5),
+    lambda q: q.enqueue_many([{"payload": b"x", "priority": -101}]),
+    lambda q: q.set_rate_limit(0, 1000),
+    lambda q: q.set_rate_limit(5, None),
+    lambda q: q.lanes.set_rate(ids.mint("PLR"), 5, 0),
+    lambda q: q.schedule("s", cron="every minute"),
+    lambda q: q.schedule("s", every_ms=0),
+    lambda q: q.schedule("s", cron="* * * * *", tz="Nowhere/Else"),
+    lambda q: q.schedule("bad name", every_ms=1000),
+    lambda q: q.unschedule("bad name"),
+    lambda q: q.pause_schedule(""),
+    lambda q: q.fire_schedules(limit=0),
+])
+def test_issue_21_arguments_are_refused_before_asking_valkey(q, r, call):
+    """Priorities, unique keys, rate limits and schedules: a plain Queue and
+    a ShardedQueue refuse a bad one with a typed error and send nothing."""
+    r.config_resetstat()
+    with pytest.raises(ArgumentError):
+        call(q)
+    assert commands(r) == 0
+
+
 # --- issue 22: events, progress, wait, flows ----------------------------------------
 @pytest.mark.parametrize("call", [
     lambda q: q.events("soon"),

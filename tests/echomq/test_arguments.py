@@ -16,7 +16,8 @@ import redis
 
 from echomq import ArgumentError, KindError, Queue, ids
 from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN
-from echomq.scripts import NAMES
+from echomq.schedules import tick_job_id
+from echomq.scripts import LIMITS, NAMES
 
 NOT_INTEGERS = ["", "abc", "nan", "NaN", "inf", "-inf", "Infinity", "-1", "1e400", "1e3", "1.5", "0x10",
                 " 1", "1 ", "01", "+1", str(10**30), "9" * 16, "1\x00"]
@@ -68,6 +69,21 @@ def bad_values(kind):
     if kind in ("json", "json_text"):  # progress (1 KB) / result (MAX_TEXT) values
         limit = MAX_PROGRESS if kind == "json" else MAX_TEXT
         return [(v, ArgumentError) for v in ["", "{", "not json", "[1,", '"' + "x" * limit + '"']]
+    if kind == "priority":  # a signed integer in [-100, 100]
+        return [(v, ArgumentError) for v in ["", "abc", "nan", "1.5", "+1", "-0", "01", "-01", "101", "-101",
+                                             "1e2", " 1", "--1", "1000", "-"]]
+    if kind == "unique?":
+        return [(v, ArgumentError) for v in ["a b", "x" * (LIMITS["MAX_UNIQUE"] + 1), "é", "a\x00", "{k}", "k\n"]]
+    if kind == "name":  # a schedule name
+        return [(v, ArgumentError) for v in ["", "a b", "x" * 65, "a:b", "é", "a\n"]]
+    if kind == "kind":
+        return [(v, ArgumentError) for v in ["", "EVERY", "cron ", "every\x00"]]
+    if kind == "tz":
+        return [(v, ArgumentError) for v in ["", "a b", "x" * (LIMITS["MAX_CRON"] + 1), "../x", "UTC\n"]]
+    if kind == "tick":
+        return [(v, ArgumentError) for v in NOT_INTEGERS + ["0", "1704067199999", str(LIMITS["MAX_TICK"] + 1)]]
+    if kind == "zero":  # '0' where an argument is unused
+        return [(v, ArgumentError) for v in ["", "1", "00", "x"]]
     if isinstance(kind, tuple):  # an integer in [lo, hi]
         lo, hi = kind
         vals = NOT_INTEGERS + [str(hi + 1)] + ([str(lo - 1)] if lo > 0 else [])
@@ -98,6 +114,13 @@ class World:
         self.pending, _ = q.enqueue(b"flat")
         self.due, _ = q.enqueue(b"due", delay_ms=60_000)
         client.zadd(q.k_schedule, {self.due: 0})  # due now: promote would move it
+        q.schedule("tick", every_ms=1000, payload=b"t")  # due now: a fire would enqueue
+        self.seq = q.schedules()[0]["seq"]
+        s, us = client.time()
+        self.tick = (s - 2) * 1000
+        client.hset(f"{q.prefix}sched:tick", "next", self.tick)
+        client.zadd(f"{q.prefix}schedules", {"tick": self.tick})
+        q.schedule("other", every_ms=1000)  # a schedule to pause
 
     def call(self, name):
         """A valid (keys, args, kinds) for script ``name``."""
@@ -107,8 +130,8 @@ class World:
         fenced = ((q.job_key(a.id), q.k_active), [P, a.id, token], ["P", "id", "token"])
         new = ids.mint("JOB")
         return {
-            "enqueue": ((q.job_key(new), q.k_pending, q.k_schedule), [P, new, b"p", self.lane, "0"],
-                        ["P", "id", "any", "lane?", (0, MAX_MS)]),
+            "enqueue": ((q.job_key(new), q.k_pending, q.k_schedule), [P, new, b"p", self.lane, "0", "5", "u:1", "1000"],
+                        ["P", "id", "any", "lane?", (0, MAX_MS), "priority", "unique?", (0, MAX_MS)]),
             "claim": ((q.k_pending, q.k_active, q.k_ring, q.k_meta), [P, "1000", "1", ids.mint("CSR")],
                       ["P", (1, MAX_MS), (1, MAX_BATCH), "csr?"]),
             "complete": fenced,
@@ -132,6 +155,19 @@ class World:
             "wait": ((q.job_key(self.pending),), [P, self.pending], ["P", "id"]),
             "enqueue_flow": ((q.job_key(new),), [P, new, b"parent", self.lane, "fail", ids.mint("JOB"), b"child", ""],
                              ["P", "id", "any", "lane?", "policy", "id", "any", "lane?"]),
+            "rate": ((q.k_meta,), [P, "2", "1000"], ["P", (0, MAX_COUNT), (0, MAX_MS)]),
+            "lane_rate": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "2", "1000"],
+                          ["P", "lane", (0, MAX_COUNT), (0, MAX_MS)]),
+            "schedule_set": ((f"{P}sched:tick", f"{P}schedules"),
+                             [P, "tick", "every", "2000", "UTC", b"p", self.lane, "-3", "2", str(self.tick + 60_000)],
+                             ["P", "name", "kind", (1, MAX_MS), "tz", "any", "lane?", "priority",
+                              (0, LIMITS["MAX_CATCH_UP"]), "tick"]),
+            "schedule_op": ((f"{P}sched:other", f"{P}schedules"), [P, "other", "pause", "0"],
+                            ["P", "name", "op", "zero"]),
+            "schedule_fire": ((f"{P}sched:tick", f"{P}schedules"),
+                              [P, "tick", "1", str(self.tick), str(self.tick + 1000), str(self.tick),
+                               tick_job_id(self.seq, self.tick)],
+                              ["P", "name", (1, MAX_TOKEN), "tick", "tick", "tick", "id"]),
         }[name]
 
 
@@ -171,6 +207,33 @@ def test_every_bad_argument_is_refused_before_any_write(any_server, name):
     world.q._run(name, keys, args)
 
 
+@pytest.mark.parametrize("name, pos, value", [
+    ("enqueue", 6, ""),   # a unique TTL (1000 at 7) with no unique key
+    ("rate", 1, "0"),     # jobs 0 with per_ms 1000: clear needs both 0
+    ("rate", 2, "0"),
+    ("lane_rate", 2, "0"),
+    ("lane_rate", 3, "0"),
+    ("schedule_set", 3, "x" * (LIMITS["MAX_CRON"] + 1)),  # as a cron spec: too long
+    ("schedule_set", 3, "* * * *\n *"),
+])
+def test_arguments_that_only_fail_together_are_refused(any_server, name, pos, value):
+    world = World(any_server)
+    keys, args, _ = world.call(name)
+    args = list(args)
+    args[pos] = value
+    if name == "schedule_set":
+        args[2] = "cron"
+    refused(world, name, keys, args, ArgumentError)
+
+
+def test_enqueue_takes_the_contracts_five_arguments_too(any_server):
+    world = World(any_server)
+    q = world.q
+    keys, args, _ = world.call("enqueue")
+    assert q._run("enqueue", keys, args[:5]) == 1
+    refused(world, "enqueue", (q.job_key(ids.mint("JOB")), q.k_pending, q.k_schedule), args[:6], ArgumentError)
+
+
 def test_a_bad_id_later_in_a_batch_changes_none_of_the_batch(any_server):
     world = World(any_server)
     q, a = world.q, world.active
@@ -208,9 +271,21 @@ def test_the_python_api_refuses_bad_numbers_before_sending(bad):
         lambda: q.lanes.limit(ids.mint("PLR"), bad),
         lambda: q.set_retention(completed=bad),
         lambda: q.completed_jobs(bad),
+        lambda: q.enqueue(b"x", priority=bad),
+        lambda: q.enqueue(b"x", unique_key="k", unique_ttl_ms=bad),
+        lambda: q.set_rate_limit(bad, 1000),
+        lambda: q.set_rate_limit(10, bad),
+        lambda: q.lanes.set_rate(ids.mint("PLR"), 10, bad),
+        lambda: q.schedule("s", every_ms=bad),
+        lambda: q.schedule("s", cron="* * * * *", catch_up=bad),
+        lambda: q.schedule("s", cron="* * * * *", priority=bad),
+        lambda: q.fire_schedules(limit=bad),
     ]
     for i, call in enumerate(calls):
-        if bad is None and i in (0, 1, 16, 17):  # None: no delay, no lane limit, bound unchanged
+        # None: no delay, no lane limit, bound unchanged, default priority / TTL, clear the limit
+        if bad is None and i in (0, 1, 16, 17, 19, 20, 21, 23, 24, 25, 26):
+            continue
+        if bad == -1 and i in (19, 26):  # a valid priority
             continue
         with pytest.raises(ArgumentError):
             call()

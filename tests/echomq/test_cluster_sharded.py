@@ -143,7 +143,7 @@ def test_a_consumer_leaves_a_busy_shard_for_another_within_a_few_cycles(rc):
     deep = ids_on(0)
     q.enqueue_many([{"payload": b"deep", "job_id": next(deep)} for _ in range(100)])
     q.enqueue(b"other", job_id=next(ids_on(1)))
-    q._cursor = 0  # start at the deep shard (a process starts at a random one)
+    q.turns.cursor = 0  # start at the deep shard (a process starts at a random one)
     order = []
 
     def handler(job):

@@ -81,7 +81,9 @@ def test_sigkilled_consumer_loses_nothing_and_redelivery_has_no_second_effect(r,
     a = workers.start("--mode", "gate-after", "--concurrency", "4", "--prefetch", "4", "--lease-ms", "800")
     wait_for(lambda: r.llen("holding") == 4, what="worker A to hold 4 jobs")
     wait_for(lambda: q.counts()["active"] == 8, what="A's prefetch")
-    assert int(r.get("effects")) == 4  # A did the effect of 4 jobs, acknowledged none
+    # A did the effect of 4 jobs and acknowledged none. The handler pushes to
+    # "holding" before it records the effect, so wait for the count too.
+    wait_for(lambda: r.get("effects") == b"4", what="A's 4 effects")
     a.kill()
     a.wait(10)
     assert reap_all(q, 8) == 8

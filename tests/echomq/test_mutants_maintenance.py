@@ -37,7 +37,8 @@ def test_reaping_a_laned_lease_frees_its_slot_under_the_lane_limit(q, any_server
     any_server.zadd(q.k_active, {a: 0})  # its worker died; the lease ran out
     reaped = q.reap(max_stalls=2)
     assert (reaped.returned, reaped.dead) == (1, 0)
-    assert q.lanes.info(lane) == {"lane": lane, "depth": 2, "active": 0, "paused": False, "limit": 1}
+    assert q.lanes.info(lane) == {"lane": lane, "depth": 2, "active": 0, "paused": False, "limit": 1,
+                                  "rate": None, "cooling": False}
     assert q.lanes.ring() == [lane]
     assert any_server.zcard(q.k_active) == 0
 

@@ -138,4 +138,4 @@ def test_failover_of_a_primary_mid_soak_loses_no_guess(on_cluster, make_player, 
         print(f"\nfailover soak: {GUESSES} guesses by {PLAYERS} players on {connection.vendor}, cm in {SHARDS} "
               f"shards over 3 primaries; primary :{victim} SIGKILLed after {GUESSES // 3} submits, replica "
               f"promoted {failover_s[0]:.1f}s later; wall {wall_s:.1f}s; 'lost Valkey' log lines {lost}; "
-              f"relayed: {logs.count('relay: re-sent')} passes; boards healed: {logs.count('healed ')} passes")
+              f"relayed: {logs.count('relay: re-sent')} passes; boards restored: {logs.count('restored ')} passes")

@@ -131,7 +131,7 @@ def test_exact_repeat_of_my_guess_is_refused_but_others_may_guess_it(signed_in, 
     assert client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER)).status_code == 302
     before = wallet.balances(p)
     resp = client.post(f"/rounds/{rnd.pk}/guess/", form(OTHER))
-    assert resp.status_code == 409 and "You already guessed" in resp.content.decode()
+    assert resp.status_code == 303 and "You already guessed" in client.get(resp["Location"]).content.decode()
     locks.set_lock(p, rnd, 0, "🐼")  # the same final guess through a lock is the same guess
     with pytest.raises(errors.RepeatedGuess):
         submit(p, rnd, ["🐶"] + OTHER[1:])

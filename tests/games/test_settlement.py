@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from echomq.contrib.django import get_queue
 from echomq.contrib.django.tasks import Runner
-from games import notifications, rounds, settlement, tasks, wallet
+from games import rounds, settlement, tasks, wallet
 from games.guesses import submit
 from games.models import LedgerEntry, Notification, Round, RoundEntry
 from games.workers import score_guess, settle
@@ -210,11 +210,11 @@ def test_a_notify_task_records_its_notification_and_a_rollback_asks_for_none(mak
     settlement.settle_round(rnd.pk, force=True)
     with django_capture_on_commit_callbacks(execute=True) as asked:
         with pytest.raises(RuntimeError), transaction.atomic():
-            notifications.enqueue_for_round(rnd.pk)
+            tasks.notify_round(rnd.pk)
             raise RuntimeError("rolled back")
     assert asked == [] and queue_depth(tasks.QUEUE) == 0
     with django_capture_on_commit_callbacks(execute=True):
-        assert notifications.enqueue_for_round(rnd.pk) == 1
+        assert tasks.notify_round(rnd.pk) == 1
     q = get_queue(tasks.QUEUE)
     [job_id] = [k.rsplit(":", 1)[1] for k in q.keys() if ":job:" in k]
     result = tasks.notify.get_result(job_id)

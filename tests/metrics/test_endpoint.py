@@ -17,6 +17,8 @@ SITE = {"echomq_valkey_up", "echomq_queue_jobs", "echomq_queue_completed_total",
         "echomq_queue_oldest_pending_age_seconds", "codemojex_guesses_submitted_total",
         "codemojex_guesses_refused_total", "echomq_events_length", "echomq_events_maxlen",
         "echomq_events_added_total", "echomq_events_reader_lag_seconds"}
+RATE = {"echomq_queue_rate_limit_jobs", "echomq_queue_rate_limit_window_seconds", "echomq_queue_rate_window_claimed",
+        "echomq_queue_rate_window_remaining_seconds"}  # only for queues with a rate limit
 Q = "mq.test"
 
 
@@ -112,7 +114,7 @@ def test_game_counters_count_submitted_and_refused_guesses(client, make_player, 
     assert client.post(f"/rounds/{rnd.pk}/guess/", {**guess, "slot5": "🚗"}).status_code == 400
     assert client.post(f"/rounds/{rnd.pk}/guess/", {"slot0": "x" * 65}).status_code == 400
     client.force_login(poor.user)
-    assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code in (400, 402, 409)
+    assert client.post(f"/rounds/{rnd.pk}/guess/", guess).status_code in (303, 400)
     client.logout()
     found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
     assert value(found, "codemojex_guesses_submitted_total") == 2
@@ -153,3 +155,19 @@ def test_counts_reach_valkey_within_a_second_or_so_without_a_scrape(valkey):
     want = {b"submitted": b"3", b"refused:closed": b"1"}
     wait_for(lambda: valkey.hgetall(game_metrics.KEY) == want, timeout=5 * game_metrics.FLUSH_EVERY_S,
              what=f"the flusher to write {want}")
+
+
+def test_a_rate_limit_shows_its_limit_and_window(client, valkey, token):
+    q = Queue(Q, valkey)
+    q.set_rate_limit(3, 60_000)
+    q.enqueue_many([b"x"] * 5)
+    assert len(q.claim_batch(5)) == 3
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert value(found, "echomq_queue_rate_limit_jobs", queue=Q) == 3
+    assert value(found, "echomq_queue_rate_limit_window_seconds", queue=Q) == 60
+    assert value(found, "echomq_queue_rate_window_claimed", queue=Q) == 3
+    assert 50 < value(found, "echomq_queue_rate_window_remaining_seconds", queue=Q) <= 60
+    assert RATE <= ours(found) <= documented()
+    q.set_rate_limit(None)
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert ("echomq_queue_rate_limit_jobs", (("queue", Q),)) not in found

@@ -19,7 +19,7 @@ THEIRS = ["🐼", "🐨", "🐯", "🦁", "🐮", "🐷"]  # nobody else's page 
 def player_urls(rnd) -> list[str]:
     base = f"/rounds/{rnd.pk}/"
     return ["/", "/wallet/", "/notifications/", base, base + "leaderboard/", base + "my-guesses.json",
-            base + "?slot0=🐶", "/rounds/RND00000000000/"]
+            base + "?slot0=🐶", "/rounds/RND00000000000/", f"/watch/{rnd.pk}/", f"/watch/{rnd.pk}/live.json"]
 
 
 def posts(rnd) -> list[tuple[str, dict]]:
@@ -101,4 +101,5 @@ def test_a_blind_rounds_totals_never_show_unless_it_is_revealed(play, player, ma
     staff = get_user_model().objects.create_superuser("root", password="pw-root-123")
     play.force_login(staff)
     entries = play.get("/admin/games/roundentry/").content.decode()
-    assert g.pk not in entries and ">500<" not in entries and "sealed until the reveal" in entries
+    words = "sealed until the reveal" if close == "open" else "hidden for good: the round was voided"
+    assert g.pk not in entries and ">500<" not in entries and words in entries

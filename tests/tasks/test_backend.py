@@ -29,7 +29,7 @@ def test_flags_are_truthful():
     b = backend()
     assert isinstance(b, EchoMQBackend) and b.task_class is EchoMQTask
     assert (b.supports_defer, b.supports_get_result, b.supports_async_task, b.supports_priority) == (
-        True, True, True, False)
+        True, True, True, True)
     assert b.check() == []
 
 
@@ -95,7 +95,7 @@ def test_args_that_do_not_round_trip_fail_at_enqueue_and_write_nothing(valkey, a
 
 def test_invalid_tasks_are_refused():
     with pytest.raises(InvalidTask):
-        jobs.add.using(priority=5)  # no priorities on EchoMQ
+        jobs.add.using(priority=101)  # outside Django's range (EchoMQ takes -100..100)
     with pytest.raises(InvalidTask):
         jobs.add.using(queue_name="elsewhere")  # not in QUEUES
     with pytest.raises(InvalidTask):

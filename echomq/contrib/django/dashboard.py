@@ -15,13 +15,14 @@ from datetime import datetime, timezone
 from echomq import Queue, ids, keyspace
 from echomq import events as emq_events
 from echomq.errors import InvalidName
+from echomq.sharded import ShardedQueue, shard_names
 
 log = logging.getLogger(__name__)
 
 # The keys whose presence makes a queue exist. ``meta`` outlives the jobs
 # (it holds the running totals), so a queue that has ever completed or
 # dead-lettered a job stays listed.
-QUEUE_KEYS = ("meta", "pending", "active", "schedule", "dead", "lanes")
+QUEUE_KEYS = ("meta", "pending", "active", "schedule", "dead", "lanes", "schedules")
 _QUEUE_KEY = re.compile(
     rb"emq:\{(?P<q>[A-Za-z0-9._-]{1,128})\}:(?P<suffix>" + "|".join(QUEUE_KEYS).encode() + rb")"
 )
@@ -62,8 +63,6 @@ def discover_queues(client, *, count: int = 1000) -> list[str]:
 
 def shard_queue_names(conf: dict) -> set[str]:
     """The shard queues of the configured sharded queues (listed under their queue)."""
-    from echomq.sharded import shard_names
-
     queues = conf.get("QUEUES") or {}
     out = set()
     if isinstance(queues, dict):
@@ -234,13 +233,26 @@ def queue_page(queue: Queue, *, limit: int = 50, lanes: int = 10, minutes: int =
         "completed": recent_completed(queue, min(limit, 50)),
         "limit": limit,
         "shards": shard_rows(queue),
+        "schedules": schedule_rows(queue, now),
+        "rate": queue.rate_limit(),
     }
+
+
+def schedule_rows(queue, now_ms: int) -> list[dict]:
+    """The queue's schedules with their next and last runs as times and words."""
+    rows = queue.schedules()
+    for row in rows:
+        row["spec"] = row["cron"] or f"every {row['every_ms']} ms"
+        for field in ("next_ms", "last_ms"):
+            row[field[:-3] + "_at"] = ms_to_dt(row[field])
+            row[field[:-3] + "_rel"] = relative(row[field], now_ms)
+    return rows
 
 
 def shard_rows(queue) -> list[dict]:
     """A sharded queue's per-shard counts and the node serving each shard;
     empty for a plain queue."""
-    return queue.shard_counts() if hasattr(queue, "shard_counts") else []
+    return queue.shard_counts() if isinstance(queue, ShardedQueue) else []
 
 
 # Row fields shown first on the job page, in this order, with what they mean.

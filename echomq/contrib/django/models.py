@@ -6,7 +6,8 @@ from registered models), and to hold the dashboard's two permissions:
 
 * ``echomq.view_queues``: read the queue pages (every GET);
 * ``echomq.operate_queues``: pause, resume, requeue, remove and cancel (every
-  POST, and the confirmation pages that lead to one).
+  POST, and the confirmation pages that lead to one), and pause or resume a
+  queue's schedules.
 
 A project grants them like any model permission (groups, users).
 """

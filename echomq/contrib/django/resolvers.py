@@ -6,8 +6,9 @@ dashboard asks it what a job is about. So the job page can link to "guess
 GES…, player alice, round RND…", say what the database knows of a job that
 has finished (and left no row), warn on the confirmation page what removing
 it means, offer an extra way to remove it (e.g. "remove and refund"), and
-find jobs by the application's ids in the dashboard's search box. This
-module imports nothing of the application.
+find jobs by the application's ids in the dashboard's search box, and name
+a queue's lanes (a lane is an application id: "alice" reads better than
+``PLR0Sb0dMhvlxI``). This module imports nothing of the application.
 """
 from __future__ import annotations
 
@@ -60,6 +61,11 @@ class Resolver:
     def search(self, term: str, user) -> list[Found]:
         """Jobs this queue holds (or held) for an application id or name."""
         return []
+
+    def lane_labels(self, lanes: list[str], user) -> dict[str, str]:
+        """A readable name for each lane it knows (lanes left out show as
+        their ids); one call per page, for every lane the page shows."""
+        return {}
 
 
 _registry: dict[str, Resolver] = {}

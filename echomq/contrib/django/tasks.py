@@ -26,16 +26,22 @@ fenced by the job's token, so a worker that lost its lease records nothing,
 and a job whose result is already SUCCESSFUL (its worker died before the ack)
 is acknowledged without running again.
 
+A task's ``priority`` (``task.using(priority=...)``, -100..100) is its job's:
+higher runs first within its lane (or among the lane-less tasks of its
+queue), equal ones in admission order, and lanes stay fair whatever their
+jobs' priorities. There is no lease per task: the consumer heart-beats every
+job it holds, so a long task never needs a longer lease; the lease is the
+worker's (``LEASE_MS`` / ``--lease-ms``).
+
+A task can also run on a schedule: ``ECHOMQ["SCHEDULES"]`` (see
+:mod:`.schedules`) names it, and ``run_tasks`` / ``run_reaper`` create the
+schedule at startup; each tick is a job carrying :func:`task_payload`.
+
 ``backend.wait_result(result, timeout)`` (``await backend.await_result(...)``
 in async code) answers the finished result as soon as the task's job ends,
 told by the queue rather than by polling; ``TimeoutError`` at the deadline.
 A task that raises ``SystemExit`` or ``KeyboardInterrupt`` runs once and is
 FAILED with that exception, its traceback and ``finished_at``.
-
-Priorities are not offered (``supports_priority = False``): EchoMQ serves
-jobs in admission order within fair lanes, not by priority. Nor is a lease per
-task: the consumer heart-beats every job it holds, so a long task never needs
-a longer lease; the lease is the worker's (``LEASE_MS`` / ``--lease-ms``).
 """
 from __future__ import annotations
 
@@ -61,10 +67,9 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
-from echomq import JobNotFound, Queue, Retry, ids, keyspace
+from echomq import JobNotFound, Queue, Retry, ids, keyspace, scripts
+from echomq.checks import check_seconds
 from echomq.errors import InvalidName
-from echomq.queue import check_seconds
-from echomq.scripts import Script
 
 from . import get_client
 
@@ -92,6 +97,14 @@ class EchoMQTask(Task):
     backoff_ms: int | None = None
 
 
+def task_payload(backend, task, args_json: str, kwargs_json: str, queue_name: str) -> dict:
+    """The record a task's job carries (and its result starts from): for an
+    enqueue, and for each tick of a task's schedule."""
+    return {"task": task.module_path, "backend": backend.alias, "queue": queue_name, "args": args_json,
+            "kwargs": kwargs_json, "status": TaskResultStatus.READY.value, "enqueued_at": "",
+            "run_after": "", "errors": "[]", "priority": str(int(task.priority))}
+
+
 def result_key(queue_name: str, result_id: str) -> str:
     keyspace.check_job_id(result_id)
     return keyspace.queue_key(queue_name, f"task:{result_id}")
@@ -117,36 +130,10 @@ def json_exact(value, what: str) -> str:
     return text
 
 
-# The result record's transitions, each one script call in the queue's slot.
-# start: KEYS result, job row; ARGV token, worker, now, ttl_ms, then fields to
-# fill when missing (the record expired while the job waited).
-_START = Script("task_start", """
-if not tonumber(ARGV[1]) or not tonumber(ARGV[4]) or #ARGV % 2 ~= 0 then
-  return redis.error_reply('EMQARG task_start: token and ttl must be numbers, fields in pairs')
-end
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'SUCCESSFUL' then return {status, '0', {}} end
-for i = 5, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
-local workers = redis.call('HGET', KEYS[1], 'workers')
-if workers and workers ~= '' then workers = workers .. ',' .. ARGV[2] else workers = ARGV[2] end
-redis.call('HSETNX', KEYS[1], 'started_at', ARGV[3])
-redis.call('HSET', KEYS[1], 'status', 'RUNNING', 'attempt', ARGV[1], 'workers', workers,
-  'last_attempted_at', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {'RUNNING', redis.call('HGET', KEYS[2], 'base') or '0', redis.call('HGETALL', KEYS[1])}
-""")
-# finish: KEYS result; ARGV token, ttl_ms, then fields. Only the holder of the
-# latest start writes, and a SUCCESSFUL record is final.
-_FINISH = Script("task_finish", """
-if not tonumber(ARGV[1]) or not tonumber(ARGV[2]) or #ARGV % 2 ~= 0 or #ARGV < 4 then
-  return redis.error_reply('EMQARG task_finish: token and ttl must be numbers, fields in pairs')
-end
-if redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[1] then return 0 end
-if redis.call('HGET', KEYS[1], 'status') == 'SUCCESSFUL' then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-""")
+# The result record's transitions, each one script call in the queue's slot
+# (lua/task_start.lua, lua/task_finish.lua).
+_START = scripts.load("task_start")
+_FINISH = scripts.load("task_finish")
 
 
 class EchoMQBackend(BaseTaskBackend):
@@ -154,7 +141,7 @@ class EchoMQBackend(BaseTaskBackend):
     supports_defer = True         # run_after -> a delayed job
     supports_async_task = True    # the worker runs coroutines (Task.call)
     supports_get_result = True    # results live in Valkey, readable anywhere
-    supports_priority = False     # EchoMQ has lanes, not priorities
+    supports_priority = True      # the job's priority within its lane (-100..100)
 
     def __init__(self, alias, params):
         super().__init__(alias, params)
@@ -225,9 +212,8 @@ class EchoMQBackend(BaseTaskBackend):
         if task.run_after is not None:
             delay_ms = max(0, math.ceil((task.run_after - now).total_seconds() * 1000))
         job_id = ids.mint("JOB")
-        record = {"task": task.module_path, "backend": self.alias, "queue": queue.name, "args": args_json,
-                  "kwargs": kwargs_json, "status": TaskResultStatus.READY.value, "enqueued_at": _iso(now),
-                  "run_after": _iso(task.run_after), "errors": "[]"}
+        record = task_payload(self, task, args_json, kwargs_json, queue.name)
+        record.update(enqueued_at=_iso(now), run_after=_iso(task.run_after))
         key = result_key(queue.name, job_id)
         pipe = queue.client.pipeline(transaction=True)
         pipe.hset(key, mapping=record)
@@ -235,7 +221,7 @@ class EchoMQBackend(BaseTaskBackend):
         pipe.execute()
         try:
             queue.enqueue(json.dumps(record, separators=(",", ":")), job_id=job_id, lane=lane,
-                          delay_ms=delay_ms)
+                          delay_ms=delay_ms, priority=int(task.priority))
         except BaseException:
             try:
                 queue.client.delete(key)  # no job, so no result either
@@ -307,7 +293,7 @@ class EchoMQBackend(BaseTaskBackend):
         return {**record, "status": TaskResultStatus.FAILED.value, "errors": json.dumps(errors)}
 
     def _result(self, task, result_id: str, record: dict) -> TaskResult:
-        task = task.using(queue_name=record.get("queue") or task.queue_name,
+        task = task.using(queue_name=record.get("queue") or task.queue_name, priority=int(record.get("priority", 0)),
                           run_after=_when(record.get("run_after")), backend=self.alias)
         result = TaskResult(
             task=task, id=result_id, status=TaskResultStatus(record["status"]),
@@ -417,10 +403,15 @@ class Runner:
 
 
 def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms: int | None = None,
-          reap_interval_ms: int = 500, observer=None, consumers_out: list | None = None) -> bool:
+          reap_interval_ms: int = 500, observer=None, consumers_out: list | None = None,
+          health_port: int | None = None, health_addr: str = "127.0.0.1", burst: bool = False) -> bool:
     """Run one Consumer per queue (and a reaper over them, which also
-    promotes delayed jobs) until SIGTERM/SIGINT; False if a consumer died."""
-    from echomq import Consumer, Reaper
+    promotes delayed jobs and fires schedules) until SIGTERM/SIGINT; False
+    if a consumer died. Their liveness is on ``health_port`` and told to
+    systemd (``echomq.health``). ``burst``: drain each queue (every task
+    ready now, ``Consumer.drain``) and return instead."""
+    from echomq import Consumer, Reaper, health
+    from echomq.consumer import ConsumerCrashed
     from echomq.supervise import run_together
 
     runner = Runner(backend)
@@ -432,5 +423,14 @@ def serve(backend: EchoMQBackend, queue_names, *, concurrency: int = 1, lease_ms
         getattr(observer, "watch", lambda c: None)(c)  # in-hand gauge reads 0 from the start
     if consumers_out is not None:
         consumers_out.extend(consumers)
+    if burst:
+        try:
+            for c in consumers:
+                c.drain()
+        except ConsumerCrashed:
+            return False
+        return True
     reaper = Reaper(queues, interval_ms=reap_interval_ms) if reap_interval_ms > 0 else None
-    return run_together(consumers + ([reaper] if reaper else []))
+    loops = consumers + ([reaper] if reaper else [])
+    health.watch(loops, port=health_port, addr=health_addr)
+    return run_together(loops)

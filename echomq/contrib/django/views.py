@@ -190,6 +190,28 @@ def _about(queue: str, job_id: str, payload: bytes | None, user) -> resolvers.Ab
         return None
 
 
+def _lane_labels(queue: str, lanes, user) -> dict[str, str]:
+    """The resolver's names for ``lanes`` ({} without one, or when it
+    fails: the ids still show)."""
+    resolver = resolvers.resolver_for(queue)
+    lanes = sorted({lane for lane in lanes if lane})
+    if resolver is None or not lanes:
+        return {}
+    try:
+        return dict(resolver.lane_labels(lanes, user) or {})
+    except Exception:
+        log.exception("queue dashboard: lane labels for %s failed", queue)
+        return {}
+
+
+def _label_lanes(queue: str, user, *groups) -> None:
+    """Put each row's lane name (``lane_label``) next to its ``lane`` id."""
+    rows = [row for group in groups for row in group]
+    labels = _lane_labels(queue, [row.get("lane") for row in rows], user)
+    for row in rows:
+        row["lane_label"] = labels.get(row.get("lane"), "")
+
+
 # -- pages -----------------------------------------------------------------
 @staff_page(["GET", "HEAD"])
 def overview(request):
@@ -240,6 +262,7 @@ def _search(request, client, names: list[str], term: str):
 def queue_detail(request, queue):
     q = _queue(queue)
     data = dashboard.queue_page(q, limit=_limit(request))
+    _label_lanes(q.name, request.user, data["lanes"], data["active"], data["completed"])
     return _render(request, "echomq/admin/queue.html", _context(
         request, f"Queue {q.name}", queue_name=q.name, refresh=_refresh(request), **data))
 
@@ -256,8 +279,9 @@ def lane_detail(request, queue, lane):
     if page > data["pages"]:
         raise PageError(404, "No such page", f"Lane {name} has {data['pages']} page(s) of waiting jobs.",
                         q.name)
+    label = _lane_labels(q.name, [name], request.user).get(name, "")
     return _render(request, "echomq/admin/lane.html", _context(
-        request, f"Lane {name}", queue_name=q.name, **data))
+        request, f"Lane {label or name}", queue_name=q.name, lane_label=label, **data))
 
 
 @staff_page(["GET", "HEAD"])
@@ -279,6 +303,8 @@ def job_detail(request, queue, job_id):
             minted=dashboard.ms_to_dt(ids.minted_at_ms(jid)),
             job=dashboard.job_story(q, jid, None, now)))
     about = _about(q.name, jid, data["raw_payload"], request.user)
+    if data.get("lane"):
+        _label_lanes(q.name, request.user, [data["lane"]])
     return _render(request, "echomq/admin/job.html", _context(
         request, f"Job {jid}", queue_name=q.name, job=data, about=about))
 
@@ -339,6 +365,34 @@ def resume(request, queue):
     q.resume()
     audit.record(request.user, q.name, None, "Resumed the queue.")
     messages.success(request, f"Queue {q.name} resumed.")
+    return _back(request, queue_url(q.name))
+
+
+@staff_page(["POST"])
+def schedule_pause(request, queue, name):
+    return _schedule_action(request, queue, name, pause=True)
+
+
+@staff_page(["POST"])
+def schedule_resume(request, queue, name):
+    return _schedule_action(request, queue, name, pause=False)
+
+
+def _schedule_action(request, queue, name, *, pause: bool):
+    """Pause or resume one schedule (operate permission, POST only: see staff_page)."""
+    q = _queue(queue)
+    try:
+        done = q.pause_schedule(name) if pause else q.resume_schedule(name)
+    except InvalidName:
+        raise PageError(400, "Ill-formed schedule name",
+                        f"{name[:80]!r} is not a schedule name: 1 to 64 of A-Z a-z 0-9 . _ -.", q.name) from None
+    if not done:
+        raise PageError(404, "No such schedule", f"Queue {q.name!r} has no schedule {name!r}; nothing changed.",
+                        q.name)
+    what = (f"Paused schedule {name!r}: it fires nothing until resumed." if pause
+            else f"Resumed schedule {name!r}: it fires again from its next tick after now.")
+    audit.record(request.user, q.name, None, what)
+    messages.success(request, what)
     return _back(request, queue_url(q.name))
 
 

@@ -1,16 +1,21 @@
-"""The maintenance loop: reap expired leases, promote due jobs, relay unsent
-guesses, and ask to settle rounds that are due."""
+"""The maintenance loop: reap expired leases, promote due jobs, fire the
+schedules (those of ECHOMQ["SCHEDULES"] are created at startup), relay
+unsent guesses, and ask to settle rounds that are due."""
+import logging
 import time
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from echomq import Reaper
+from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.contrib.django.schedules import declared_queues, install
 from games import guesses, leaderboard, settlement, tasks
-from games.management.commands.run_notifier import LEGACY_NOTIFY
 from games.management.runner import add_metrics_argument, describe_db
+
+log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
 
 
 class Every:
@@ -30,7 +35,7 @@ class Every:
 
 
 class Command(BaseCommand):
-    help = "Run the reaper over cm, cm.settle, cm.notify and cm.tasks, with the game's periodic tasks."
+    help = "Run the reaper over cm, cm.settle and cm.tasks, with the game's periodic tasks."
 
     def add_arguments(self, parser):
         parser.add_argument("--interval-ms", type=int, default=500)
@@ -42,6 +47,7 @@ class Command(BaseCommand):
         add_metrics_argument(parser)
         parser.add_argument("--heal-every-s", type=float, default=1.0,
                             help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         after = timedelta(seconds=o["relay_after_s"])
@@ -58,15 +64,23 @@ class Command(BaseCommand):
         periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
-        queues = [get_queue(n) for n in (guesses.QUEUE, settlement.QUEUE, LEGACY_NOTIFY, tasks.QUEUE)]
-        self.stdout.write(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
-                          f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
-        self.stdout.flush()
+        try:
+            installed = install()  # ECHOMQ["SCHEDULES"]; this reaper fires them
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        for queue, name, status in installed:
+            if status != "unchanged":
+                log.info(f"reaper: schedule {queue}/{name} {status}")
+        names = [guesses.QUEUE, settlement.QUEUE, tasks.QUEUE]
+        queues = [get_queue(n) for n in names + [n for n in declared_queues() if n not in names]]
+        log.info(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
+                 f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
         reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
         if o["metrics_port"]:
             from echomq.metrics import ReaperMetrics, serve
 
             ReaperMetrics().wrap(reaper)
             serve(o["metrics_port"])
+        health.watch([reaper], port=o["health_port"], addr=o["health_addr"])
         reaper.run()
-        self.stdout.write("reaper stopped")
+        log.info("reaper stopped")

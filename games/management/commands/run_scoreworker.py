@@ -8,14 +8,18 @@ moderate stream batch too: when guesses keep arriving (a wake-up within two
 windows of the last), the worker waits that long before it claims, so the
 guesses that follow closely share its claim, transaction and ack; a lone
 guess after a quiet spell is claimed at once (see ``echomq.Consumer``)."""
+import logging
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from echomq import Consumer
+from echomq import Consumer, health
 from echomq.contrib.django import get_queue, valkey_url
 from games.guesses import QUEUE
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
 from games.workers import score_guesses
+
+log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
 
 # Default batch window. Measured open loop (2 cores, PostgreSQL): at 200
 # guesses/s, 10 ms gathers ~3 guesses per batch and 20 ms ~5, which took the
@@ -45,6 +49,7 @@ class Command(BaseCommand):
                             help="longest a parked worker waits for work before it looks again; shorter than "
                                  "ECHOMQ['SOCKET_TIMEOUT'], which bounds every call's wait")
         add_metrics_argument(parser)
+        health.add_arguments(parser)
 
     def handle(self, *args, **o):
         socket_timeout_ms = float(getattr(settings, "ECHOMQ", {}).get("SOCKET_TIMEOUT", 3)) * 1000
@@ -57,14 +62,14 @@ class Command(BaseCommand):
             from games.metrics import export_scoring
 
             export_scoring()
-        self.stdout.write(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
-                          f"lease_ms={o['lease_ms']} batch={o['batch']} batch_window_ms={o['batch_window_ms']} "
-                          f"prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
-                          f"db={describe_db()}", ending="\n")
-        self.stdout.flush()
-        run_consumers([Consumer(queue, handler_many=score_guesses, batch=o["batch"],
-                                batch_window_ms=o["batch_window_ms"],
-                                concurrency=o["concurrency"], lease_ms=o["lease_ms"],
-                                prefetch=o["prefetch"], max_attempts=o["max_attempts"], beat_ms=o["beat_ms"],
-                                name=f"scoreworker/{queue.name}", observer=observer)])
-        self.stdout.write("score worker stopped")
+        log.info(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
+                 f"lease_ms={o['lease_ms']} batch={o['batch']} batch_window_ms={o['batch_window_ms']} "
+                 f"prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
+                 f"db={describe_db()}")
+        consumer = Consumer(queue, handler_many=score_guesses, batch=o["batch"],
+                            batch_window_ms=o["batch_window_ms"], concurrency=o["concurrency"],
+                            lease_ms=o["lease_ms"], prefetch=o["prefetch"], max_attempts=o["max_attempts"],
+                            beat_ms=o["beat_ms"], name=f"scoreworker/{queue.name}", observer=observer)
+        health.watch([consumer], port=o["health_port"], addr=o["health_addr"])
+        run_consumers([consumer])
+        log.info("score worker stopped")

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from echomq.contrib.django import valkey_url
 from games import demo, wallet
 from games.emoji_sets import SETS, check
 from games.models import EmojiSet, LedgerEntry, Round
@@ -56,6 +57,9 @@ class Command(BaseCommand):
         return user
 
     def handle(self, *args, **o):
+        # The queue's Valkey first (the embedded one starts here): the cache
+        # lives on it too, and the users made below drop their cached copies.
+        valkey_url()
         for slug, spec in SETS.items():
             check(spec["emojis"])
             _, made = EmojiSet.objects.update_or_create(slug=slug, defaults={"title": spec["title"],

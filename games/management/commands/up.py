@@ -51,14 +51,14 @@ class Command(BaseCommand):
         env = dict(os.environ, VALKEY_URL=valkey_url(), PYTHONUNBUFFERED="1")
         if is_cluster():  # the children talk to the same cluster, as RedisCluster clients
             env["VALKEY_CLUSTER"] = "1"
-        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        manage = [sys.executable, "-m", "codemojex_site.manage"]  # a checkout's manage.py, or installed
         specs = {f"scoreworker{i + 1}": manage + ["run_scoreworker"] for i in range(o["scoreworkers"])}
         specs["notifier"] = manage + ["run_notifier"]
         specs["tasks"] = manage + ["run_tasks"]
         specs["reaper"] = manage + ["run_reaper"]
         if not o["no_web"]:
-            specs["web"] = [sys.executable, "-m", "gunicorn", "codemojex_site.wsgi", "--bind",
-                            f"{o['host']}:{o['port']}", "--workers", "2", "--access-logfile", "-"]
+            specs["web"] = [sys.executable, "-m", "gunicorn", "-c", "python:codemojex_site.gunicorn_conf",
+                            "codemojex_site.wsgi", "--bind", f"{o['host']}:{o['port']}", "--workers", "2"]
         children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
         self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}")
         if not o["no_web"]:

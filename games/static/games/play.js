@@ -7,7 +7,7 @@
  * "In this round" panel (players, recent activity, the board around you).
  * The composer warns about a repeated emoji (the secret has none, so such a
  * guess can never be perfect; it is still taken and scored). After a round, the
- * share card gets a Copy button. */
+ * share card gets a Copy button. A round's watch page refreshes its live part. */
 (function () {
   "use strict";
 
@@ -113,6 +113,38 @@
         .catch(function () { window.setTimeout(refresh, 10000); });
     };
     window.setTimeout(refresh, 5000);
+  }
+
+  // A round's public watch page: its live part is replaced whole by the
+  // fragment the poll answers (games.watch.fragment), every 3 s while the
+  // round runs, 304 while nothing changed. applyWatch takes a view from
+  // anywhere: a push (an event stream) can hand it the same JSON.
+  var watchBox = document.querySelector("[data-watch]");
+  if (watchBox && window.fetch) {
+    var watchVersion = watchBox.dataset.version;
+    var applyWatch = function (data) {
+      if (!data || data.version === watchVersion) { return; }
+      watchVersion = data.version;
+      watchBox.innerHTML = data.html;
+      watchBox.dataset.open = (data.round.status === "open" || data.round.status === "revealing") ? "1" : "0";
+    };
+    window.codemojexWatch = applyWatch;
+    var watchPoll = function () {
+      if (document.hidden) { window.setTimeout(watchPoll, 3000); return; }
+      fetch(watchBox.dataset.url, { headers: { Accept: "application/json", "If-None-Match": 'W/"' + watchVersion + '"' },
+                                    cache: "no-store" })
+        .then(function (r) {
+          if (r.status === 304) { return null; }
+          if (!r.ok) { throw new Error(r.status); }
+          return r.json();
+        })
+        .then(function (data) {
+          applyWatch(data);
+          if (watchBox.dataset.open === "1") { window.setTimeout(watchPoll, 3000); }
+        })
+        .catch(function () { window.setTimeout(watchPoll, 10000); });
+    };
+    if (watchBox.dataset.open === "1") { window.setTimeout(watchPoll, 3000); }
   }
 
   var list = document.querySelector("[data-my-guesses]");

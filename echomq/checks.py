@@ -1,0 +1,101 @@
+"""The argument checks the Python API runs before it sends anything.
+
+The bounds are the scripts' own (``lua/include/args.lua``, read once by
+``scripts.LIMITS``), so a value refused here would be refused by the script
+too; checking first means a bad call costs no round trip and raises
+``ArgumentError`` (``InvalidName`` for names and ids) with nothing sent.
+"""
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from . import ids, keyspace
+from .errors import ArgumentError
+from .scripts import LIMITS
+
+MAX_MS, MAX_COUNT, MAX_BATCH = LIMITS["MAX_MS"], LIMITS["MAX_COUNT"], LIMITS["MAX_BATCH"]
+MAX_TOKEN, MAX_TEXT = LIMITS["MAX_TOKEN"], LIMITS["MAX_TEXT"]
+MAX_PROGRESS = LIMITS["MAX_PROGRESS"]
+
+
+def check_int(value, what: str, lo: int, hi: int) -> int:
+    """An int (not a bool, float, str, NaN or inf) in [lo, hi], else ArgumentError."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ArgumentError(f"{what} must be an integer in [{lo}, {hi}], got {type(value).__name__} {value!r}")
+    if not lo <= value <= hi:
+        raise ArgumentError(f"{what} must be in [{lo}, {hi}], got {value!r}")
+    return value
+
+
+def check_token(attempts) -> int:
+    """A fencing token: the ``attempts`` a claim answered."""
+    return check_int(attempts, "attempts (the token)", 1, MAX_TOKEN)
+
+
+def check_items(items, what: str):
+    """An iterable of items (not one str, bytes or mapping, whose iteration
+    would hand over characters or keys one by one)."""
+    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)):
+        raise ArgumentError(f"{what} takes an iterable of items, not one {type(items).__name__}")
+    return items
+
+
+ENQUEUE_OPTIONS = ("priority", "unique_key", "unique_ttl_ms")
+
+
+def enqueue_items(items):
+    """Each enqueue_many item as (payload, job_id, lane, delay_ms, options):
+    an item is a payload, or a mapping with ``payload`` and optional
+    ``job_id``, ``lane``, ``delay_ms`` and the ``options`` ``priority``,
+    ``unique_key``, ``unique_ttl_ms`` (the values are checked when the call
+    is built)."""
+    for item in check_items(items, "enqueue_many"):
+        if not isinstance(item, Mapping):
+            yield item, None, None, None, {}
+        elif "payload" not in item:
+            raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
+        else:
+            yield (item["payload"], item.get("job_id"), item.get("lane"), item.get("delay_ms"),
+                   {k: item[k] for k in ENQUEUE_OPTIONS if item.get(k) is not None})
+
+
+def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
+    """(job id, attempts) pairs, each checked before anything is sent."""
+    out = []
+    for item in check_items(pairs, what):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ArgumentError(f"{what} takes (job_id, attempts) pairs, got {str(item)[:80]!r}")
+        out.append((keyspace.check_job_id(item[0]), check_token(item[1])))
+    return out
+
+
+def check_claim(n: int, lease_ms: int, consumer: str | None) -> str:
+    """A claim's arguments; answers the consumer id as the script takes it ('' for none)."""
+    check_int(lease_ms, "lease_ms", 1, MAX_MS)
+    check_int(n, "n", 1, MAX_BATCH)
+    if consumer is None:
+        return ""
+    consumer = keyspace._text(consumer, "consumer")
+    if not ids.is_valid(consumer):
+        raise ArgumentError(f"consumer must be a branded id, got {consumer!r}")
+    return consumer
+
+
+def check_json(value, what: str, limit: int) -> str:
+    """``value`` as compact JSON of at most ``limit`` bytes (a progress
+    value, a flow child's result), else ArgumentError."""
+    try:
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(f"{what} must be JSON-serialisable (no NaN or inf): {exc}") from None
+    if len(text.encode()) > limit:
+        raise ArgumentError(f"{what} is {len(text.encode())} bytes of JSON, more than {limit}")
+    return text
+
+
+def check_seconds(value, what: str) -> float:
+    """A finite number of seconds, > 0 and at most MAX_MS / 1000 (a wait's timeout)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_MS / 1000:
+        raise ArgumentError(f"{what} must be a number of seconds in (0, {MAX_MS // 1000}], got {value!r}")
+    return float(value)

@@ -1,0 +1,49 @@
+"""complete: the holder of the lease finishes a job, fenced by its token."""
+from ..dsl import A, B, L1, MAX_TOKEN, World, call, case, key, now, refusals
+
+
+def complete(job_id=A, token=1, **kw):
+    return call("complete", id=job_id, token=token, **kw)
+
+
+CASES = [
+    case("flat", "the holder's token completes the job: row and lease go; completed counted in meta and this "
+         "minute's bucket (kept 7200 s); a record kept in done / done:rows; answers 1",
+         World().active(A), complete()),
+    case("counts-add", "the completed total adds to what meta holds", World().active(A).meta(completed=5),
+         complete()),
+    case("lane-forgotten", "a laned job: the lane's active count drops; a lane left with nothing is forgotten",
+         World().active(A, lane=L1), complete()),
+    case("lane-keeps-ready", "a lane that still has ready jobs stays, on the ring, with active 0",
+         World().active(A, lane=L1).pending(B, lane=L1), complete()),
+    case("lane-limit-rerings", "a lane at its limit goes back on the ring when its active job completes",
+         World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), complete()),
+    case("keep-none", "keep_completed 0: no record is kept", World().active(A).meta(keep_completed=0), complete()),
+    case("keep-count", "past keep_completed records, the oldest go", World().active(A).meta(keep_completed=1)
+         .done(B, finished=now(-1000)), complete()),
+    case("keep-age", "records older than keep_completed_ms (a day by default) go", World().active(A).done(B),
+         complete()),
+    case("token-at-bound", f"the largest token ({MAX_TOKEN}) holds like any other",
+         World().active(A, token=MAX_TOKEN).meta(keep_completed=0),
+         complete(token=MAX_TOKEN)),
+    case("gone", "no row (completed, removed or cancelled before): answers 0 and nothing changes",
+         World().active(B), complete()),
+    case("stale-lower", "a token below the row's attempts (re-claimed by another): EMQSTALE, nothing changes",
+         World().active(A, token=2), complete(token=1)),
+    case("stale-higher", "a token above the row's attempts: EMQSTALE, nothing changes",
+         World().active(A, token=2), complete(token=3)),
+    case("stale-reaped", "the job was reaped and not re-claimed (pending, same attempts): EMQSTALE, nothing changes",
+         World().pending(A, attempts=1, stalled=1).wake(), complete()),
+    case("stale-scheduled", "a job the holder already retried (scheduled): EMQSTALE, nothing changes",
+         World().scheduled(A, attempts=1), complete()),
+    case("cancelled", "a job cancelled while leased is dropped, not completed: row and lease go, cancelled "
+         "counted, no record; EMQCANCELLED", World().active(A, cancel="1"), complete()),
+    case("cancelled-lane", "a cancelled laned job also releases its lane", World().active(A, lane=L1, cancel="1"),
+         complete()),
+    case("unique-released", "a completed job's unique key (naming it) is released",
+         World().active(A, unique="user:1").raw(key("unique:user:1"), {"string": A}), complete()),
+    case("unique-other-holder", "a unique key another job took after this one's TTL stays with that job",
+         World().active(A, unique="user:1").raw(key("unique:user:1"), {"string": B}), complete()),
+    *refusals("complete", World().active(A), {"id": A, "token": 1},
+              {"P": "P", "id": "id", "token": ("int", 1, MAX_TOKEN)}),
+]

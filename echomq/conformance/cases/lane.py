@@ -1,0 +1,30 @@
+"""lane: pause, resume or limit one lane, keeping the ring in step."""
+from ..dsl import A, B, L1, MAX_COUNT, World, call, case, refusals
+
+
+def lane(op="pause", value=0, lane=L1, **kw):
+    return call("lane", lane=lane, op=op, value=value, **kw)
+
+
+CASES = [
+    case("pause", "pausing a servable lane: meta paused 1; off the ring; answers 0 (not servable)",
+         World().pending(A, lane=L1).wake(), lane("pause")),
+    case("resume", "resuming a paused lane with ready jobs: paused goes (an empty meta goes with it); the lane is "
+         "rung; one wake token; answers 1", World().lane(L1, paused=True).pending(A, lane=L1), lane("resume")),
+    case("resume-servable", "resuming a lane that is not paused: answers 1, no second ring entry, no wake token",
+         World().pending(A, lane=L1).wake(), lane("resume")),
+    case("limit-reached", "a limit at the lane's active count takes it off the ring: answers 0",
+         World().active(A, lane=L1).pending(B, lane=L1).wake(), lane("limit", 1)),
+    case("limit-above", "a limit above the active count keeps it servable: answers 1",
+         World().active(A, lane=L1).pending(B, lane=L1).wake(), lane("limit", 2)),
+    case("limit-zero", "limit 0 removes the limit: a lane held back by it is rung, with a wake token",
+         World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), lane("limit", 0)),
+    case("pause-empty", "a lane with no jobs may be paused: its meta and the lanes set keep it; answers 0",
+         World(), lane("pause")),
+    case("resume-empty", "resuming a lane with no jobs and no other setting forgets it: answers 0",
+         World().lane(L1, paused=True), lane("resume")),
+    *refusals("lane", World().pending(A, lane=L1).wake(), {"lane": L1, "op": "limit", "value": 2},
+              {"P": "P", "lane": "lane", "value": ("int", 0, MAX_COUNT),
+               "op": [("", "empty", "empty"), ("PAUSE", "upper", "in upper case"),
+                      ("drop", "unknown", "naming no operation")]}),
+]

@@ -1,0 +1,60 @@
+"""schedule_set: create or replace a schedule; the same definition again changes nothing."""
+from ..dsl import L1, LIVE, MAX_MS, P, World, call, case, key, refusals
+
+NEXT = 3786825600000  # 2090-01-01: a first tick the caller computed (ticks end in 2093)
+PAUSED = 9999999999999  # a paused schedule's score (lua/include/sched.lua)
+DEF = {"kind": "every", "spec": "60000", "tz": "UTC", "payload": "p", "lane": "", "priority": "0", "catch_up": "0"}
+
+
+def schedule_set(name="beat", **kw):
+    args = {**DEF, "next_ms": NEXT, **kw}
+    return call("schedule_set", name=name, **args)
+
+
+def stored(world, name="beat", *, paused=False, seq=1, **fields):
+    """Schedule ``name`` as schedule_set leaves it (next LIVE), and the meta's sched_seq."""
+    row = {**DEF, "next": LIVE, "rev": "1", "seq": str(seq), **fields}
+    if paused:
+        row["paused"] = "1"
+    return (world.raw(key(f"sched:{name}"), {"hash": dict(sorted(row.items()))})
+            .raw(key("schedules"), {"zset": {name: PAUSED if paused else LIVE}}).meta(sched_seq=seq))
+
+
+def name_refusals(script, world, good_call) -> list:
+    """A bad schedule name at ARGV[2] (and KEYS[1], which names it): EMQARG, nothing changes."""
+    out = []
+    for value, slug, why in (("", "empty", "empty"), ("a b", "space", "with a space"),
+                             ("a:b", "colon", "with a colon"), ("x" * 65, "long", "of 65 characters")):
+        sent = dict(good_call)
+        sent["argv"] = [sent["argv"][0], value, *sent["argv"][2:]]
+        sent["keys"] = [P + "sched:" + value, *sent["keys"][1:]]
+        out.append(case(f"bad-name-{slug}", f"a schedule name {why} is refused with EMQARG; nothing changes",
+                        world, sent))
+    return out
+
+
+CASES = [
+    case("create", "a new schedule: its hash (definition, next, rev 1, seq from meta sched_seq + 1); its name in "
+         "schedules at next_ms; answers 1", None, schedule_set()),
+    case("create-cron", "a cron schedule in a time zone, on a lane, at a priority, with catch_up",
+         None, schedule_set(kind="cron", spec="0 3 * * *", tz="Europe/Paris", lane=L1, priority=-3, catch_up=2)),
+    case("second", "a second schedule takes the next number", stored(World()), schedule_set(name="other")),
+    case("unchanged", "the same definition again: answers 0 and nothing changes (cursor and record kept)",
+         stored(World(), last="5000", last_job="JOB0000000000A"), schedule_set()),
+    case("unchanged-paused", "the same definition of a paused schedule: 0, it stays paused",
+         stored(World(), paused=True), schedule_set()),
+    case("replace", "a changed definition: the fields and next change, rev + 1, seq and the record stay; "
+         "answers 2", stored(World(), last="5000", last_job="JOB0000000000A"), schedule_set(payload="new")),
+    case("replace-paused", "replacing a paused schedule keeps it paused: its score stays PAUSED",
+         stored(World(), paused=True), schedule_set(spec="1000")),
+    *refusals("schedule_set", World().meta(completed=1), {"name": "beat", **DEF, "next_ms": NEXT},
+              {"P": "P",
+               "kind": [("", "empty", "empty"), ("EVERY", "upper", "in upper case"), ("hourly", "unknown", "unknown")],
+               "spec": ("int", 1, MAX_MS),
+               "tz": [("", "empty", "empty"), ("a b", "space", "with a space"), ("../x", "dots", "with dots")],
+               "lane": "lane?", "priority": [("101", "above", "of 101"), ("-0", "minus-zero", "as -0")],
+               "catch_up": ("int", 0, 1000), "next_ms": ("int", 1704067200000, 3903090455551)}),
+    *name_refusals("schedule_set", World().meta(completed=1), schedule_set()),
+    case("bad-cron-control", "a cron spec with a control character is refused with EMQARG; nothing changes",
+         World().meta(completed=1), schedule_set(kind="cron", spec="* * * *\n *")),
+]

@@ -1,0 +1,47 @@
+-- Schedules. Schedule N of queue P is the hash P..'sched:'..N (its
+-- definition, cursor and record, see docs/echomq.md) and a member of the
+-- zset P..'schedules', scored by its next run (server ms; PAUSED while
+-- paused, past every tick, so a paused one is never due).
+--
+-- A tick's JOB id is a function of the schedule and the tick: the snowflake
+-- of the tick's millisecond with the schedule's 22-bit number `seq` in the
+-- node and sequence bits. So a tick fired twice is the same JOB (the
+-- enqueue is idempotent), and tick jobs sort by tick time among other jobs.
+--- @include "args"
+local MAX_CATCH_UP = 1000       -- missed ticks one fire may make up for
+local MAX_CRON = 128            -- a cron expression / time zone name, in bytes
+local MIN_TICK = 1704067200000  -- ticks are ids: from 2024-01-01T00:00:00Z (the id epoch)
+local MAX_TICK = 3903090455551  -- ... to the last millisecond 41 bits hold
+local SCHED_SEQS = 4194304      -- 2^22 schedule numbers per queue, then they wrap
+local PAUSED = 9999999999999    -- a paused schedule's score: after MAX_TICK, so never due
+
+local function sched_key(P, name) return P .. 'sched:' .. name end
+
+-- A schedule name: 1 to 64 of [A-Za-z0-9._-].
+local function arg_sched_name(v)
+  if type(v) ~= 'string' or #v > 64 or not string.find(v, '^[%w%._%-]+$') then
+    arg_fail('name', 'want 1 to 64 of [A-Za-z0-9._-], got "' .. string.sub(tostring(v), 1, 40) .. '"')
+  end
+  return v
+end
+
+local function arg_tick(v, what) return arg_int(v, what, MIN_TICK, MAX_TICK) end
+
+local B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+
+-- 'JOB' .. base62((tick - MIN_TICK) * 2^22 + seq), 11 digits. The value
+-- passes 2^53, so it is kept as two exact parts (hi * 2^22 + lo) and
+-- divided by 62 part by part.
+local function tick_job_id(seq, tick)
+  local hi, lo = tick - MIN_TICK, seq
+  local digits = {}
+  for i = 11, 1, -1 do
+    local r1 = hi % 62
+    hi = (hi - r1) / 62
+    local x = r1 * 4194304 + lo
+    local r = x % 62
+    lo = (x - r) / 62
+    digits[i] = string.sub(B62, r + 1, r + 1)
+  end
+  return 'JOB' .. table.concat(digits)
+end

@@ -1,0 +1,48 @@
+--[[ schedule_op: pause, resume or remove one schedule.
+
+A paused schedule keeps its definition and record and fires nothing (its
+score in the schedules set is PAUSED, after every tick). Resuming starts again at next_ms,
+the first tick after now as the caller computed it: ticks that fell while
+it was paused are not made up for.
+
+KEYS[1] schedule         emq:{q}:sched:<name>
+KEYS[2] schedules        emq:{q}:schedules
+ARGV[1] P                emq:{q}:
+ARGV[2] name
+ARGV[3] op               'pause' | 'resume' | 'remove'
+ARGV[4] next_ms          for 'resume': the next tick (MIN_TICK..MAX_TICK); '0' otherwise
+
+Replies: 1 done, 0 no such schedule (nothing changed).
+Errors: EMQARG for a bad argument (nothing changed).
+]]
+--- @include "args"
+--- @include "sched"
+
+arg_count(4)
+local P = arg_prefix(ARGV[1])
+local name = arg_sched_name(ARGV[2])
+local op = ARGV[3]
+if op ~= 'pause' and op ~= 'resume' and op ~= 'remove' then
+  arg_fail('op', 'want pause, resume or remove, got "' .. string.sub(op, 1, 40) .. '"')
+end
+local next_ms = 0
+if op == 'resume' then next_ms = arg_tick(ARGV[4], 'next_ms') elseif ARGV[4] ~= '0' then
+  arg_fail('next_ms', "want '0' unless resuming")
+end
+arg_key(1, sched_key(P, name))
+arg_key(2, P .. 'schedules')
+
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if op == 'remove' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], name)
+elseif op == 'pause' then
+  redis.call('HSET', KEYS[1], 'paused', '1')
+  redis.call('ZADD', KEYS[2], PAUSED, name)
+elseif redis.call('HGET', KEYS[1], 'paused') == '1' then  -- resuming a running one changes nothing
+  redis.call('HDEL', KEYS[1], 'paused')
+  redis.call('HSET', KEYS[1], 'next', next_ms)
+  redis.call('HINCRBY', KEYS[1], 'rev', 1)
+  redis.call('ZADD', KEYS[2], next_ms, name)
+end
+return 1

@@ -1,0 +1,79 @@
+--[[ schedule_set: create or replace a schedule (lua/include/sched.lua).
+
+The caller parses the cron expression or interval and computes the first
+tick after now (echomq/schedules.py); the script checks the shape of every
+argument and stores it. Storing an identical definition again changes
+nothing, so a process that declares its schedules at every start keeps
+their cursor, record and pause. A changed definition starts again at
+next_ms and keeps the record (last run, last job) and a pause.
+
+KEYS[1] schedule         emq:{q}:sched:<name>
+KEYS[2] schedules        emq:{q}:schedules
+ARGV[1] P                emq:{q}:
+ARGV[2] name             1..64 of [A-Za-z0-9._-]
+ARGV[3] kind             'cron' or 'every'
+ARGV[4] spec             the cron expression (1..MAX_CRON printable bytes), or
+                         every_ms (1..MAX_MS)
+ARGV[5] tz               the cron's time zone name (1..MAX_CRON of [A-Za-z0-9_+/-])
+ARGV[6] payload          bytes, each tick's job payload
+ARGV[7] lane             '' or the lane of each tick's job
+ARGV[8] priority         -100..100
+ARGV[9] catch_up         0..MAX_CATCH_UP missed ticks one fire makes up for
+ARGV[10] next_ms         the first tick (MIN_TICK..MAX_TICK)
+
+Replies: 1 created, 2 replaced, 0 unchanged.
+Errors: EMQARG for a bad argument (nothing changed).
+]]
+--- @include "args"
+--- @include "priority"
+--- @include "sched"
+
+arg_count(10)
+local P = arg_prefix(ARGV[1])
+local name = arg_sched_name(ARGV[2])
+local kind = ARGV[3]
+if kind == 'every' then
+  arg_int(ARGV[4], 'every_ms', 1, MAX_MS)
+elseif kind == 'cron' then
+  if #ARGV[4] == 0 or #ARGV[4] > MAX_CRON or string.find(ARGV[4], '[^ -~]') then
+    arg_fail('cron', 'want 1 to ' .. MAX_CRON .. ' printable ASCII bytes')
+  end
+else
+  arg_fail('kind', "want 'cron' or 'every', got \"" .. string.sub(kind, 1, 40) .. '"')
+end
+if #ARGV[5] == 0 or #ARGV[5] > MAX_CRON or not string.find(ARGV[5], '^[%w_%+/%-]+$') then
+  arg_fail('tz', 'want 1 to ' .. MAX_CRON .. ' of [A-Za-z0-9_+/-]')
+end
+arg_lane(ARGV[7], true)
+arg_priority(ARGV[8])
+arg_int(ARGV[9], 'catch_up', 0, MAX_CATCH_UP)
+local next_ms = arg_tick(ARGV[10], 'next_ms')
+arg_key(1, sched_key(P, name))
+arg_key(2, P .. 'schedules')
+
+local fields = {'kind', 'spec', 'tz', 'payload', 'lane', 'priority', 'catch_up'}
+local old = redis.call('HMGET', KEYS[1], unpack(fields))
+local same = old[1] ~= false
+for i = 1, #fields do
+  if old[i] ~= ARGV[i + 2] then same = false end
+end
+if same then return 0 end
+
+local def = {}
+for i = 1, #fields do
+  def[#def + 1] = fields[i]
+  def[#def + 1] = ARGV[i + 2]
+end
+local created = old[1] == false
+if created then
+  local seq = redis.call('HINCRBY', P .. 'meta', 'sched_seq', 1) % SCHED_SEQS
+  redis.call('HSET', KEYS[1], 'seq', seq)
+end
+redis.call('HSET', KEYS[1], 'next', next_ms, unpack(def))
+redis.call('HINCRBY', KEYS[1], 'rev', 1)
+if redis.call('HGET', KEYS[1], 'paused') == '1' then
+  redis.call('ZADD', KEYS[2], PAUSED, name)
+else
+  redis.call('ZADD', KEYS[2], next_ms, name)
+end
+return created and 1 or 2

@@ -1,0 +1,115 @@
+"""Python and the Node client (clients/node) on one queue: jobs cross from
+one runtime to the other, and a Node consumer killed mid-job is reaped by the
+Python reaper and its job completed once, by Python, with the next token."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from echomq import Queue, Reaper, StaleToken, ids
+
+from ..games.procs import wait_for
+from ..nodeclient import NodeProc, run
+
+pytestmark = pytest.mark.slow
+
+
+def test_jobs_enqueued_by_python_are_consumed_by_the_node_consumer(valkey_server, r, tmp_path):
+    q = Queue("interop", r)
+    lanes = [ids.mint("PLR") for _ in range(3)]
+    first = q.enqueue_many([{"payload": f"flat {i} é🙂".encode(), "lane": None} for i in range(5)]
+                           + [{"payload": f"laned {i}".encode(), "lane": lanes[i % 3]} for i in range(10)])
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--concurrency", "4", "--beat-ms", "500")
+    try:
+        wait_for(lambda: q.counts()["completed"] == 15, timeout=60, what="the first jobs, enqueued before it started")
+        # The consumer is parked on the wake list now: new jobs must wake it.
+        later = q.enqueue_many([{"payload": f"later {i}".encode(), "lane": lanes[i % 3]} for i in range(10)])
+        wait_for(lambda: q.counts()["completed"] == 25, timeout=60, what="the jobs enqueued while it was parked")
+    finally:
+        code = node.stop()
+    log = node.output()
+    assert code == 0, log
+    consumer = re.search(r"consumer (CSR\w+) started: queue=interop", log).group(1)
+    handled = re.findall(r"^handled (JOB\w+) payload=(.*)$", log, re.M)
+    sent = {jid for jid, _ in first + later}
+    assert sorted(jid for jid, _ in handled) == sorted(sent)  # each exactly once
+    assert '"flat 0 é🙂"' in dict(handled)[first[0][0]]
+    assert f"consumer {consumer} stopped: completed=25 retried=0 dead=0 stale=0 cancelled=0 left_leased=0" in log
+    records = q.completed_jobs(100)
+    assert {rec["id"] for rec in records} == sent
+    assert {rec["consumer"] for rec in records} == {consumer} and {rec["attempts"] for rec in records} == {1}
+    c = q.counts()
+    assert (c["pending"], c["active"], c["lanes"], c["ring"]) == (0, 0, 0, 0)
+
+
+def test_jobs_enqueued_by_the_node_client_are_consumed_by_python(valkey_server, r, tmp_path):
+    lane = ids.mint("PLR")
+    lines = "\n".join(['{"payload": "from node"}', f'{{"payload": "laned", "lane": "{lane}"}}',
+                       '{"payload": "later", "delay_ms": 60000}'])
+    out = run("enqueue", "--url", valkey_server.url, "--queue", "interop", input=lines)
+    assert out.returncode == 0, out.stderr
+    answers = [line.split() for line in out.stdout.splitlines()]
+    assert [a[1] for a in answers] == ["enqueued", "enqueued", "scheduled"] and all(ids.is_valid(a[0]) for a in answers)
+    again = run("enqueue", "--url", valkey_server.url, "--queue", "interop",
+                input=f'{{"id": "{answers[0][0]}", "payload": "again"}}')
+    assert again.stdout.split() == [answers[0][0], "duplicate"]
+    q = Queue("interop", r)
+    jobs = q.claim_batch(5, lease_ms=60_000)
+    assert [(j.id, j.payload, j.lane, j.attempts) for j in jobs] == [
+        (answers[0][0], b"from node", None, 1), (answers[1][0], b"laned", lane, 1)]
+    assert q.complete_many([(j.id, j.attempts) for j in jobs]) == [True, True]
+    assert q.job(answers[2][0])["state"] == "scheduled"
+
+
+def test_a_failing_node_handler_retries_then_dead_letters(valkey_server, r, tmp_path):
+    q = Queue("interop", r)
+    jid, _ = q.enqueue(b"poison")
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--handler", "fail", "--max-attempts", "2", "--beat-ms", "200")
+    try:
+        wait_for(lambda: q.job(jid)["state"] == "scheduled", timeout=60, what="the first failure to be retried")
+        r.zadd(q.k_schedule, {jid: 0})  # due now rather than after the backoff
+        assert q.promote() == 1
+        wait_for(lambda: q.job(jid)["state"] == "dead", timeout=60, what="the second failure to dead-letter it")
+    finally:
+        assert node.stop() == 0, node.output()
+    dead = q.dead_jobs()[0]
+    assert dead["id"] == jid and dead["attempts"] == 2 and "failing on purpose" in dead["last_error"]
+    assert re.search(rf"retried {jid} token=1 .*\n(.*\n)*.*dead {jid} token=2", node.output())
+
+
+def test_a_killed_node_consumer_is_reaped_by_python_and_completed_once(valkey_server, r, tmp_path):
+    q = Queue("interop", r)
+    jid, _ = q.enqueue(b"slow work", lane=ids.mint("PLR"))
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--handler", "hang", "--lease-ms", "1500")
+    try:
+        started = wait_for(lambda: re.search(rf"consumer (CSR\w+) started {jid} token=(\d+)", node.output()),
+                           timeout=60, every=0.02, what="the Node consumer to start the job")
+        first = r.zscore(q.k_active, jid)
+        # Its heartbeat (extend, every lease/3) moves the deadline while the handler hangs.
+        wait_for(lambda: r.zscore(q.k_active, jid) > first, timeout=30, every=0.02, what="a heartbeat")
+    finally:
+        node.kill()  # SIGKILL mid-job: no goodbye, the lease stays
+    token = int(started.group(2))
+    assert token == 1 and q.job(jid)["state"] == "active"
+    assert q.find(jid)["consumer"] == started.group(1)
+
+    reaper = Reaper([q], max_stalls=2)
+    wait_for(lambda: reaper.run_once()["interop"]["returned"] == 1, timeout=60, every=0.02,
+             what="the lease to run out and be reaped")
+    row = q.job(jid)
+    assert row["state"] == "pending" and row["stalled"] == 1
+
+    job = q.claim(lease_ms=60_000)
+    assert (job.id, job.attempts, job.payload) == (jid, token + 1, b"slow work")
+    with pytest.raises(StaleToken):
+        q.complete(jid, token)  # what the dead worker would have sent
+    assert q.complete(jid, job.attempts) is True
+    assert q.complete(jid, job.attempts) is False  # once
+    record = q.find(jid)
+    assert (record["state"], record["attempts"], record["consumer"]) == ("completed", 2, None)
+    assert q.counts()["completed"] == 1
+    assert "completed" not in node.output().split(f"started {jid}")[1]

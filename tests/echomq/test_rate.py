@@ -1,0 +1,185 @@
+"""Rate limits (issue 21): fixed windows on the server clock, enforced in
+claim.lua for the queue and per lane; a full lane cools off the ring and
+comes back; a consumer that reaches the queue's limit waits for the window
+instead of spinning, and the limit holds across consumer processes."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from echomq import ArgumentError, Consumer, Queue, ids
+from echomq.scripts import BUNDLE
+
+from .helpers import server_ms, snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def q(any_server):
+    return Queue("t", any_server)
+
+
+def raw_claim(q, n):
+    return BUNDLE["claim"](q.client, *q._claim_call(n, 60_000))
+
+
+def test_without_a_limit_the_claim_reply_is_as_before(q):
+    q.enqueue_many([b"x"] * 3)
+    assert len(raw_claim(q, 2)) == 8 and len(raw_claim(q, 5)) == 4  # no tail, even when short
+
+
+def test_the_queue_window_caps_claims_and_says_when_it_reopens(q, any_server):
+    q.set_rate_limit(3, 60_000)
+    assert any_server.hmget(q.k_meta, "rate_jobs", "rate_ms") == [b"3", b"60000"]
+    q.enqueue_many([b"x"] * 10)
+    before = server_ms(any_server)
+    got = q.claim_batch(10, lease_ms=60_000)
+    assert len(got) == 3 and 59_000 <= got.queue_wait_ms <= 60_000 and got.lane_wait_ms == 0
+    start, used = any_server.hmget(q.k_meta, "rate_start", "rate_count")
+    assert before <= int(start) <= server_ms(any_server) and used == b"3"
+    assert q.rate_limit()["claimed"] == 3 and q.rate_limit()["jobs"] == 3
+
+    state = snapshot(any_server, q, jobs_only=True)
+    refused = q.claim_batch(10, lease_ms=60_000)
+    assert refused == [] and refused.queue_wait_ms > 0
+    assert snapshot(any_server, q, jobs_only=True) == state  # a claim the window refuses writes nothing
+
+    any_server.hset(q.k_meta, "rate_start", int(start) - 60_001)  # the window has passed
+    assert len(q.claim_batch(2, lease_ms=60_000)) == 2  # not cut: no wait
+    assert any_server.hget(q.k_meta, "rate_count") == b"2"
+    last = q.claim_batch(10, lease_ms=60_000)
+    assert len(last) == 1 and last.queue_wait_ms > 0
+
+
+def test_clearing_the_limit_restores_plain_claims(q, any_server):
+    q.set_rate_limit(1, 60_000)
+    q.enqueue_many([b"x"] * 4)
+    assert len(q.claim_batch(4, lease_ms=60_000)) == 1
+    q.set_rate_limit(None)
+    assert q.rate_limit() is None
+    assert not any_server.hexists(q.k_meta, "rate_jobs") and not any_server.hexists(q.k_meta, "rate_count")
+    assert len(raw_claim(q, 10)) == 12
+
+
+def test_a_lane_whose_window_fills_cools_off_the_ring_and_comes_back(q, any_server):
+    slow, fast = ids.mint("PLR"), ids.mint("PLR")
+    q.lanes.set_rate(slow, 2, 60_000)
+    assert any_server.hget(q.k_meta, "lane_rates") == b"1"
+    for _ in range(4):
+        q.enqueue(b"s", lane=slow)
+        q.enqueue(b"f", lane=fast)
+    got = q.claim_batch(10, lease_ms=60_000)
+    assert sorted(j.lane == slow for j in got) == [False] * 4 + [True] * 2
+    assert 0 < got.lane_wait_ms <= 60_000 and got.queue_wait_ms == 0
+    meta = f"{q.prefix}g:{slow}:meta"
+    start = int(any_server.hget(meta, "rate_start"))
+    assert any_server.hget(meta, "cooling") == b"1"
+    assert any_server.zrange(q.prefix + "cooling", 0, -1, withscores=True) == [(slow.encode(), start + 60_000)]
+    assert q.lanes.ring() == [] and q.lanes.info(slow)["cooling"] and q.lanes.depth(slow) == 2
+
+    any_server.zadd(q.prefix + "cooling", {slow: 0})  # its window has passed
+    any_server.hset(meta, "rate_start", start - 60_001)
+    again = q.claim_batch(10, lease_ms=60_000)
+    assert [j.lane for j in again] == [slow, slow]
+    # two more fill the new window: cooling again, until that one ends
+    new_start = int(any_server.hget(meta, "rate_start"))
+    assert new_start >= start and any_server.hget(meta, "rate_count") == b"2"
+    assert any_server.zscore(q.prefix + "cooling", slow) == new_start + 60_000
+
+
+def test_clearing_a_lane_rate_rerings_a_cooling_lane_and_forgets_it(q, any_server):
+    lane = ids.mint("PLR")
+    q.lanes.set_rate(lane, 1, 60_000)
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 2)
+    job = q.claim(lease_ms=60_000)
+    assert q.lanes.ring() == []
+    q.lanes.set_rate(lane, None)
+    assert q.lanes.ring() == [lane] and not any_server.exists(q.prefix + "cooling")
+    assert not any_server.hexists(q.k_meta, "lane_rates")
+    second = q.claim(lease_ms=60_000)
+    for j in (job, second):
+        q.complete(j.id, j.attempts)
+    assert lane not in q.lanes.names()  # nothing left: no job, no setting
+
+
+@pytest.mark.parametrize("args", [(0, 1000), (1, 0), (-1, 10), (1.5, 10), (None, 10), (10, None), ("3", 1000),
+                                  (10**7, 1000), (1, 10**12)])
+def test_bad_limits_are_refused_and_change_nothing(q, any_server, args):
+    lane = ids.mint("PLR")
+    for call in (lambda: q.set_rate_limit(*args), lambda: q.lanes.set_rate(lane, *args)):
+        with pytest.raises(ArgumentError):
+            call()
+    assert q.keys() == []
+
+
+def test_a_consumer_at_the_limit_waits_for_the_window_and_does_not_spin(r):
+    q = Queue("rated", r)
+    q.set_rate_limit(5, 300)
+    q.enqueue_many([b"x"] * 20)
+    r.config_resetstat()
+    stats = Consumer(q, lambda job: None, concurrency=2).drain()
+    assert stats["completed"] == 20 and stats["rate_waits"] >= 3
+    claims = r.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert claims < 40, claims  # about 15 measured: a few round trips a window, not a loop
+    done = sorted(rec["claimed"] for rec in q.completed_jobs(20))
+    assert all(done[i + 10] - done[i] >= 300 for i in range(len(done) - 10))
+
+
+@pytest.mark.slow
+def test_the_limit_holds_across_two_consumer_processes(valkey_server, r):
+    """Two consumer processes on one rate-limited queue: every run of 2 x
+    jobs + 1 consecutive claims (server clock, from the completed records)
+    spans at least a window, both processes claim, and they wait rather
+    than spin."""
+    jobs, per_ms, total = 8, 250, 48
+    q = Queue("rate2", r)
+    q.set_rate_limit(jobs, per_ms)
+    q.enqueue_many([b"x"] * total)
+    r.config_resetstat()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.echomq.worker_proc", "--url", valkey_server.url,
+                               "--queue", "rate2", "--concurrency", "2", "--beat-ms", "200"],
+                              cwd=ROOT, env=env, stderr=subprocess.DEVNULL) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 30
+        while int(r.get("effects") or 0) < total and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert int(r.get("effects") or 0) == total
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(10)
+    records = q.completed_jobs(total)
+    claimed = sorted(rec["claimed"] for rec in records)
+    assert len(claimed) == total
+    assert all(claimed[i + 2 * jobs] - claimed[i] >= per_ms for i in range(total - 2 * jobs))
+    assert claimed[-1] - claimed[0] >= (total // jobs - 2) * per_ms
+    assert len({rec["consumer"] for rec in records}) == 2
+    calls = r.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert calls < 200, calls  # about 110 measured; a consumer that spun would send thousands
+
+
+def test_the_rate_script_writes_exactly_the_limit(q, any_server):
+    """rate.lua's exact state: the queue's limit in meta (and wake tokens for
+    parked consumers); a lane's in its meta, counted in lane_rates; clearing
+    leaves nothing of either behind."""
+    q.set_rate_limit(3, 1000)
+    state = snapshot(any_server, q)
+    assert state == {q.k_meta: ("hash", {b"rate_jobs": b"3", b"rate_ms": b"1000"}),
+                     q.k_wake: ("list", [b"1"] * 32)}
+    lane = ids.mint("PLR")
+    q.lanes.set_rate(lane, 2, 500)
+    state = snapshot(any_server, q)
+    assert state[f"{q.prefix}g:{lane}:meta"] == ("hash", {b"rate_jobs": b"2", b"rate_ms": b"500"})
+    assert state[q.k_lanes] == ("set", [lane.encode()])
+    assert state[q.k_meta] == ("hash", {b"rate_jobs": b"3", b"rate_ms": b"1000", b"lane_rates": b"1"})
+    q.lanes.set_rate(lane, 4, 500)  # changing a lane's limit does not count it twice
+    assert any_server.hget(q.k_meta, "lane_rates") == b"1"
+    q.set_rate_limit(None)
+    q.lanes.set_rate(lane, None)
+    assert set(snapshot(any_server, q)) == {q.k_wake}
