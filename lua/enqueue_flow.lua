@@ -8,14 +8,15 @@ parent to dead naming it under on_child_failure 'fail'; under 'ignore' it
 counts as ended and the parent runs, reading which failed from its
 children's record (P..'flow:<parent id>').
 
-KEYS[1] parent row       emq:{q}:job:<parent id>
+KEYS[1] parent row       emq:{q}:job:<id>
 ARGV[1] P                emq:{q}:
-ARGV[2] parent id        branded JOB id, the flow's idempotency key
-ARGV[3] parent payload   bytes
-ARGV[4] parent lane      a branded id, or ''
+ARGV[2] id               the parent's branded JOB id, the flow's idempotency key
+ARGV[3] payload          the parent's payload (bytes)
+ARGV[4] lane             the parent's lane: a branded id, or ''
 ARGV[5] on_child_failure 'fail' | 'ignore'
-ARGV[6], ARGV[7], ARGV[8]  the first child's id, payload, lane (or ''); then
-                         the next child's three, ... (1 to MAX_BATCH children)
+ARGV[6], ARGV[7], ARGV[8]  child, child_payload, child_lane of the first child
+                         (child_lane: a branded id or ''); then the next
+                         child's three, ... (1 to MAX_BATCH children)
 
 Replies: 1 admitted; 0 duplicate (the parent's row exists; nothing changed).
 Errors:  EMQSTATE a child's id has a row already (nothing changed);

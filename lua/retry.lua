@@ -51,12 +51,13 @@ if tries >= max_attempts then
   unique_release_row(P, id, KEYS[1])
   redis.call('ZADD', KEYS[4], now, id)
   count(P, 'dead', now, 1)
-  emit(P, 'dead', id, row[3], row[1], cjson.encode({error = brief(ARGV[6])}))
+  emit(P, 'dead', id, row[3], row[1], '{"error":' .. cjson.encode(brief(ARGV[6])) .. '}')
   ended(P, id, KEYS[1], 'dead')
   keep_dead(P, now)
   return 'dead'
 end
 redis.call('HSET', KEYS[1], 'state', 'scheduled')
 redis.call('ZADD', KEYS[3], now + delay, id)
-emit(P, 'retried', id, row[3], row[1], cjson.encode({run_at = now + delay, delay_ms = delay, error = brief(ARGV[6])}))
+emit(P, 'retried', id, row[3], row[1],
+  '{"run_at":' .. (now + delay) .. ',"delay_ms":' .. delay .. ',"error":' .. cjson.encode(brief(ARGV[6])) .. '}')
 return 'scheduled'

@@ -94,6 +94,8 @@ local function emit_row(P, kind, id, jk, data)
 end
 
 -- brief(text): an error's first line, at most 200 bytes, for an entry's data.
+-- (Data objects are written key by key, not by cjson.encode of a table, whose
+-- key order differs between servers: every server writes the same bytes.)
 local function brief(text)
   local line = string.match(text or '', '^[^\n]*') or ''
   return string.sub(line, 1, 200)

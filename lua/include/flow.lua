@@ -43,7 +43,7 @@ local function flow_child_ended(P, child, jk, parent, state)
   if state == 'completed' then
     entry = '{"state":"completed","result":' .. (redis.call('HGET', jk, 'result') or 'null') .. '}'
   elseif state == 'dead' then
-    entry = cjson.encode({state = 'dead', error = redis.call('HGET', jk, 'last_error') or ''})
+    entry = '{"state":"dead","error":' .. cjson.encode(redis.call('HGET', jk, 'last_error') or '') .. '}'
   else
     entry = '{"state":"' .. state .. '"}'
   end
