@@ -102,12 +102,12 @@ def test_manage_py_schedules_removes_one(valkey):
             call_command("schedules", *args, stdout=io.StringIO())
 
 
-def test_run_tasks_burst_runs_every_ready_task_and_exits(valkey, settings):
+def test_run_tasks_burst_runs_every_ready_task_and_exits(valkey, settings, caplog):
     results = [jobs.add.enqueue(i, i) for i in range(5)] + [jobs.fails_then_works.enqueue("burst")]
     later = jobs.add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(0, 0)
-    out = io.StringIO()
-    call_command("run_tasks", "--burst", "--queue", "default", stdout=out)
-    assert "run_tasks stopped: completed=6" in out.getvalue()
+    caplog.set_level("INFO", logger="echomq.contrib.django.management.commands.run_tasks")
+    call_command("run_tasks", "--burst", "--queue", "default")
+    assert "run_tasks stopped: completed=6" in caplog.messages
     backend = task_backends["default"]
     assert [backend.get_result(r.id).status for r in results] == [TaskResultStatus.SUCCESSFUL] * 6
     assert backend.get_result(results[-1].id).return_value == 2  # the retry without backoff ran in the burst
