@@ -30,6 +30,7 @@ local KEEP_EVENTS = 10000
 local MAX_PROGRESS = 1024  -- a progress value: bytes of JSON
 
 local events_cap = false  -- the cap, read once per script call
+local events_ms = false   -- the ms of this call's first entry: every entry of one call shares it
 
 local function events_maxlen(P)
   if events_cap == false then
@@ -40,12 +41,22 @@ local function events_maxlen(P)
   return events_cap
 end
 
+-- xadd(P, cap, job, lane, attempt, kind, data): the one XADD. A call's first
+-- entry gets the server's id ('*'); the others '<its ms>-*', the same ms and
+-- the next sequence numbers (never below the stream's top, so never refused),
+-- so the entries of one atomic step carry one time, whichever server runs it
+-- (Redis 7.0's clock moves on inside a script; Valkey's stands still).
+local function xadd(P, cap, job, lane, attempt, kind, data)
+  local id = redis.call('XADD', P .. 'events', 'MAXLEN', '~', cap, events_ms and (events_ms .. '-*') or '*',
+    'type', kind, 'job', job, 'lane', lane, 'attempt', attempt, 'data', data or '')
+  if not events_ms then events_ms = string.match(id, '^%d+') end
+end
+
 -- emit(P, kind, id, lane, attempt, data): one job's step (when events are on).
 local function emit(P, kind, id, lane, attempt, data)
   local cap = events_maxlen(P)
   if cap > 0 then
-    redis.call('XADD', P .. 'events', 'MAXLEN', '~', cap, '*', 'type', kind, 'job', id,
-      'lane', (lane and lane ~= '') and lane or '-', 'attempt', attempt or 0, 'data', data or '')
+    xadd(P, cap, id, (lane and lane ~= '') and lane or '-', attempt or 0, kind, data)
   end
 end
 
@@ -77,9 +88,8 @@ end
 
 local function emit_batch(P, kind, batch, data)
   if batch and #batch[1] > 0 then
-    redis.call('XADD', P .. 'events', 'MAXLEN', '~', events_maxlen(P), '*', 'type', kind,
-      'job', table.concat(batch[1], ' '), 'lane', table.concat(batch[2], ' '),
-      'attempt', table.concat(batch[3], ' '), 'data', data or '')
+    xadd(P, events_maxlen(P), table.concat(batch[1], ' '), table.concat(batch[2], ' '),
+      table.concat(batch[3], ' '), kind, data)
     batch[1], batch[2], batch[3] = {}, {}, {}
   end
 end
