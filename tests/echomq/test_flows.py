@@ -238,6 +238,7 @@ def test_a_sigkilled_child_worker_releases_the_parent_exactly_once(valkey_server
             reaped += q.reap()
             assert survivor.poll() is None, Path(logs[procs.index(survivor)].name).read_text()
         assert reaped >= 1
+        assert q.wait(flow.parent, 30) == "completed"  # its handler ran; now its ack
         runs = [x.decode() for x in r.lrange("runs", 0, -1)]
         assert runs.count(kill_child) >= 2  # the victim's run, then the survivor's
         assert {k.decode(): v.decode() for k, v in r.hgetall("parent-saw").items()} == \
