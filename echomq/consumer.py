@@ -288,6 +288,7 @@ class Consumer:
         self._cond = threading.Condition()
         self._in_hand: dict[str, Job] = {}  # claimed and not yet settled
         self._lost: set[str] = set()        # in hand, but the lease was lost
+        self._finished: set[str] = set()    # in hand, the handler done: its ack waits or is on its way
         self._acks: collections.deque[_Outcome] = collections.deque()
         self._running = 0
         self._runq: _queue.SimpleQueue = _queue.SimpleQueue()
@@ -376,6 +377,8 @@ class Consumer:
             try:
                 claimed, _, short = self._cycle(claim=True)
                 failures = 0
+                if not short:  # busy: what the parking keeps waiting must not take wake tokens
+                    self._parking.release()
                 queue_wait, lane_wait = self._waits
                 if short and (queue_wait or (lane_wait and self._draining)):
                     self._rate_wait(max(queue_wait, lane_wait) / 1000)
@@ -554,6 +557,7 @@ class Consumer:
             for out in acks:
                 self._in_hand.pop(out.job.id, None)
                 self._lost.discard(out.job.id)
+                self._finished.discard(out.job.id)
             for job in jobs:
                 self._in_hand[job.id] = job
         if jobs:
@@ -711,6 +715,7 @@ class Consumer:
                 self._probes.append(slept)
             first = not self._acks
             self._acks.extend(outs)
+            self._finished.update(job.id for job in jobs)
             parked = self._parked
             # Wake the fetcher only when it has something to do (or, once a
             # cycle, for the first ack, which a rate-limit wait listens for):
@@ -804,13 +809,15 @@ class Consumer:
         cancelled) marks the job lost: no more extends for it, and the
         handler sees ``job.cancelled`` (its result would be refused)."""
         with self._cond:
-            held = [j for j in self._in_hand.values() if j.id not in self._lost]
+            held = [j for j in self._in_hand.values() if j.id not in self._lost and j.id not in self._finished]
         if not held:
             return
         replies = self.queue.extend_many([(j.id, j.attempts) for j in held], lease_ms=self.lease_ms)
         for job, reply in zip(held, replies):
             if isinstance(reply, (StaleToken, Cancelled)) or reply == 0:
                 with self._cond:
+                    if job.id in self._finished or job.id not in self._in_hand:
+                        continue  # its handler was done: the ack got there first, nothing was lost
                     self._lost.add(job.id)
                 self.stats["lost"] += 1
                 job._cancel.set()
@@ -843,6 +850,7 @@ class Consumer:
                 self._crash("fetcher (last acks)", exc)
                 break
         self._hb_stop.set()
+        self._parking.close()
         with self._cond:
             return len(self._in_hand)
 

@@ -1,9 +1,12 @@
 """Where an idle consumer waits for work: a queue's ``parking()``.
 
-Both queue kinds hand a consumer an object with the same three calls:
+Both queue kinds hand a consumer an object with the same four calls:
 ``wait(timeout_s)`` blocks until new work may be ready (truthy then), the
 consumer's doorbell rings, or the timeout; ``ring()`` wakes the waiter from
-another thread and never raises; ``close()`` lets go of what it holds.
+another thread and never raises; ``release()`` says the consumer is busy
+(a claim filled its free slots), so nothing it keeps waiting between two
+waits may take wake tokens meant for a consumer with room; ``close()`` lets
+go of what it holds (the consumer stops).
 
 :class:`Parking` is a plain queue's: one ``BLPOP`` on the queue's wake list
 and the consumer's own doorbell list. A sharded queue's parks on every shard
@@ -35,6 +38,9 @@ class Parking:
             self.queue.client.lpush(self.doorbell, "1")
         except Exception:  # redis-py's own errors (not mapped on this bare call)
             pass  # the waiter wakes at the end of its timeout anyway
+
+    def release(self) -> None:
+        pass  # nothing waits between two waits: the BLPOP has answered
 
     def close(self) -> None:
         pass  # holds nothing: the BLPOP used a pooled connection

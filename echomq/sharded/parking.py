@@ -1,19 +1,21 @@
 """Parking: how an idle consumer of a sharded queue waits for work.
 
-``BLPOP`` cannot span slots, so an idle consumer sends one ``BLPOP <shard
-wake list>`` per shard on its own connection, all at once, and waits in
+``BLPOP`` cannot span slots, so an idle consumer keeps one ``BLPOP <shard
+wake list>`` parked per shard, each on its own connection, and waits in
 ``select()`` for the first answer (or its own doorbell, a local socket
-pair); the still-blocked calls are ended with ``CLIENT UNBLOCK`` so no other
-wake token is taken while the consumer is busy. The wake-up does not wait
-for those: the UNBLOCKs are written and their answers read at the start of
-the next wait, so the consumer claims at once. It answers the calls of
-:mod:`echomq.parking`.
+pair). A wake-up reads that answer and goes to claim at once; the other
+calls stay parked for the next wait, so a consumer that wakes for each job
+of a trickle sends one BLPOP per job, not one per shard. When the consumer
+gets busy (a claim that filled every free slot) it ends them with ``CLIENT
+UNBLOCK`` so no wake token is taken while it has no room, and reads those
+answers at its next wait. It answers the calls of :mod:`echomq.parking`.
 """
 from __future__ import annotations
 
 import logging
 import selectors
 import socket
+import time
 
 from ..cluster import node_client
 from ..errors import UNAVAILABLE, Unavailable
@@ -26,26 +28,25 @@ UNBLOCK_TRIES = 20  # CLIENT UNBLOCKs sent for one parked call before its connec
 class ShardParking:
     """A consumer's wait for work on any shard of a sharded queue.
 
-    ``wait(t)`` sends ``BLPOP <wake list> t`` for every shard at once, each on
-    a connection of its own to the node serving the shard, and ``select()``s
-    on those sockets and a local doorbell. The first answer (a wake token,
-    or the doorbell rung by a worker that finished a job) ends the wait; the
-    other calls are ended with ``CLIENT UNBLOCK`` (they answer nil, so they
-    take no token), written on one control connection per node and left
-    unread: the wait returns at once, and the next one reads those answers
-    first. The woken shards are marked hot for the next claim; a wait that
-    times out marks every shard hot (a sweep, as a plain queue's consumer
-    looks again every beat). Idle, that is one round of S blocked calls per
-    beat: no polling.
+    ``wait(t)`` makes sure a ``BLPOP <wake list>`` is parked for every shard,
+    each on a connection of its own to the node serving the shard, and
+    ``select()``s on those sockets and a local doorbell. The first answer (a
+    wake token, or the doorbell rung by a worker) ends the wait; a call that
+    answered is sent again at the next wait, the others stay parked. The
+    woken shards are marked hot for the next claim; a wait that times out
+    marks every shard hot (a sweep, as a plain queue's consumer looks again
+    every beat). Idle, that is one round of S blocked calls per beat: no
+    polling.
 
-    A parked call that took a token just before its UNBLOCK arrived is seen
-    by that read: the next wait answers its shard at once, so the job is
-    claimed by this consumer as soon as it has room (or by another one that
-    looks). An UNBLOCK can also reach the node before the BLPOP it ends (two
-    connections, no order between them): it answers 0 and the BLPOP blocks
-    after it. The read sees that (0, and no answer on the parked
-    connection) and sends the UNBLOCK again, until the call has answered;
-    a wait never stalls on a call that was not ended."""
+    ``release()`` (the consumer is busy) ends the parked calls with ``CLIENT
+    UNBLOCK`` (they answer nil, so they take no token), written on one
+    control connection per node and read at the start of the next wait; a
+    call that took a token just before is seen then, and its shard is
+    answered at once. An UNBLOCK can also reach the node before the BLPOP it
+    ends (two connections, no order between them): it answers 0 and the
+    BLPOP blocks after it. The read sees that (0, and no answer on the
+    parked connection) and sends the UNBLOCK again, until the call has
+    answered: a wait never stalls on a call that was not ended."""
 
     def __init__(self, queue):
         self.queue = queue  # a ShardedQueue
@@ -54,6 +55,7 @@ class ShardParking:
         self._tx.setblocking(False)
         self._conns: dict[int, tuple] = {}  # shard -> (node name, node client, connection, client id)
         self._controls: dict[str, tuple] = {}  # node name -> (node client, connection) for CLIENT UNBLOCK
+        self._parked: dict[int, tuple] = {}  # shard -> its held connection, while a BLPOP is out on it
         self._ended: dict[str, list] = {}  # node name -> [(shard, connection, client id)]: UNBLOCKs sent, unread
 
     def ring(self) -> None:
@@ -89,7 +91,7 @@ class ShardParking:
         node.connection_pool.release(conn)
 
     def close(self) -> None:
-        self._ended = {}
+        self._ended, self._parked = {}, {}
         for i in list(self._conns):
             self._drop(i)
         for node, conn in self._controls.values():
@@ -159,46 +161,68 @@ class ShardParking:
             self._drop(i)
         return late
 
+    def release(self) -> None:
+        """The consumer is busy: end the parked calls (CLIENT UNBLOCK on each
+        node's control connection, answers read at the next wait), so a wake
+        token goes to a consumer with room."""
+        if not self._parked:
+            return
+        parked, self._parked = self._parked, {}
+        try:
+            for i, (name, node, conn, cid) in parked.items():
+                self._ended.setdefault(name, []).append((i, conn, cid))
+            for name, calls in self._ended.items():
+                control = self._control(name, parked[calls[0][0]][1])
+                control.send_packed_command(control.pack_commands([("CLIENT", "UNBLOCK", cid)
+                                                                   for _, _, cid in calls]))
+        except (*UNAVAILABLE, OSError):
+            self.close()  # reconnect at the next wait, which reports the outage
+            self.queue.mark_hot(range(len(self.queue.shards)))
+
     def _wait(self, timeout_s: float) -> list[int]:
         q = self.queue
         n = len(q.shards)
-        pending = {}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for i in range(n):
+                if i not in self._parked:
+                    held = self._conn(i)
+                    held[2].send_command("BLPOP", q.shards[i].k_wake, f"{timeout_s:.3f}")
+                    self._parked[i] = held
+            left = deadline - time.monotonic()
+            if left <= 0:
+                q.mark_hot(range(n))  # a whole beat and nothing: look everywhere once
+                return []
+            woken, rung, answered = self._select(left)
+            if rung:
+                self._drain_doorbell()
+            if woken:
+                q.mark_hot(woken)
+                return woken
+            if rung:
+                return []
+            if not answered:
+                q.mark_hot(range(n))
+                return []
+            # only calls that timed out on their node (sent at an earlier wait): send them again
+
+    def _select(self, timeout_s: float) -> tuple[list[int], bool, bool]:
+        """Wait on the parked calls and the doorbell: (shards whose call
+        took a token, doorbell rung, any call answered)."""
         sel = selectors.DefaultSelector()
         try:
-            for i in range(n):
-                name, node, conn, cid = self._conn(i)
-                conn.send_command("BLPOP", q.shards[i].k_wake, f"{timeout_s:.3f}")
-                pending[i] = (name, node, conn, cid)
+            for i, (_, _, conn, _) in self._parked.items():
                 sel.register(conn._sock, selectors.EVENT_READ, i)
             sel.register(self._rx, selectors.EVENT_READ, None)
-            woken, rung = [], False
-            ready = sel.select(timeout_s + 2.0)
-            for key, _ in ready:
-                if key.data is None:
-                    rung = True
-                    continue
-                i = key.data
-                conn = pending.pop(i)[2]
-                if conn.read_response() is not None:
-                    woken.append(i)
-            if pending and not ready:
-                log.warning("sharded %s: no answer from %d parked calls", q.name, len(pending))
-            # End the others: one CLIENT UNBLOCK each, written per node on its
-            # control connection; an unblocked BLPOP answers nil (if it had
-            # just taken a token, the next wait finds it: _collect). Read
-            # later, so the claim goes out now.
-            for i, (name, node, conn, cid) in pending.items():
-                self._ended.setdefault(name, []).append((i, conn, cid))
-            for name, calls in self._ended.items():
-                control = self._control(name, pending[calls[0][0]][1])
-                control.send_packed_command(control.pack_commands([("CLIENT", "UNBLOCK", cid)
-                                                                   for _, _, cid in calls]))
+            ready = sel.select(timeout_s)
         finally:
             sel.close()
-        if rung:
-            self._drain_doorbell()
-        if woken:
-            q.mark_hot(woken)
-        elif not rung:
-            q.mark_hot(range(n))  # a whole beat and nothing: look everywhere once
-        return woken
+        woken, rung = [], False
+        for key, _ in ready:
+            if key.data is None:
+                rung = True
+                continue
+            conn = self._parked.pop(key.data)[2]
+            if conn.read_response() is not None:
+                woken.append(key.data)
+        return woken, rung, bool(ready)

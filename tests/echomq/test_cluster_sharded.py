@@ -209,11 +209,11 @@ def test_an_idle_sharded_consumer_is_cheap_and_wakes_at_once(valkey_cluster, rc,
 
 
 def test_a_park_does_not_stall_on_a_blpop_that_reached_its_node_after_the_unblock(rc):
-    """A wake-up ends the other shards' parked BLPOPs with CLIENT UNBLOCK,
-    sent on another connection, so a node may run the UNBLOCK first (it
-    answers 0) and the BLPOP after it, which then blocks for its whole
-    timeout. Here one shard's BLPOP is held back 50 ms to make that happen
-    every time: neither the wake-up nor the next wait may stall on it."""
+    """A busy consumer ends its parked BLPOPs with CLIENT UNBLOCK, sent on
+    another connection, so a node may run the UNBLOCK first (it answers 0)
+    and the BLPOP after it, which then blocks for its whole timeout. Here one
+    shard's BLPOP is held back 50 ms to make that happen every time: neither
+    the release nor the next wait may stall on it."""
     q = ShardedQueue("late", rc, shards=4)
     parking = q.parking(ids.mint("CSR"))
     for i in range(len(q.shards)):
@@ -232,6 +232,7 @@ def test_a_park_does_not_stall_on_a_blpop_that_reached_its_node_after_the_unbloc
         threading.Timer(0.01, parking.ring).start()
         t0 = time.perf_counter()
         assert parking.wait(5.0) == []  # the doorbell
+        parking.release()  # the consumer got busy: UNBLOCK every parked call, shard 3's before its BLPOP
         first = time.perf_counter() - t0
         time.sleep(0.2)  # the held-back BLPOP has reached the node and blocks there
         conn.send_command = send
@@ -242,3 +243,31 @@ def test_a_park_does_not_stall_on_a_blpop_that_reached_its_node_after_the_unbloc
     finally:
         parking.close()
     assert first < 1.0 and second < 1.0, (first, second)
+
+
+def test_parked_calls_wait_between_wake_ups_but_take_no_token_once_released(rc):
+    """Between two waits the other shards' BLPOPs stay parked (a consumer
+    woken for each job of a trickle sends one BLPOP per job, not one per
+    shard), so a token pushed then is taken and answers the next wait at
+    once. Once the consumer is busy (release), a token stays on its wake
+    list for a consumer with room."""
+    q = ShardedQueue("lazy", rc, shards=4)
+    parking = q.parking(ids.mint("CSR"))
+    for i in range(len(q.shards)):
+        q.turns.answered(i, 0, 1)  # nothing hot: the waits park
+    lanes = {q.shard_index(lane=lane): lane for lane in (ids.mint("PLR") for _ in range(64))}
+    try:
+        threading.Timer(0.05, lambda: q.enqueue(b"a", lane=lanes[0])).start()
+        assert parking.wait(5.0) == [0]
+        q.turns.answered(0, 0, 1)
+        q.enqueue(b"b", lane=lanes[1])  # shard 1's call is still parked: it takes the token
+        assert rc.llen(q.shards[1].k_wake) == 0
+        assert parking.wait(5.0) == [1]  # at once
+        q.turns.answered(1, 0, 1)
+        parking.release()
+        q.enqueue(b"c", lane=lanes[2])
+        time.sleep(0.1)  # the window in which a parked call would have taken it
+        assert rc.llen(q.shards[2].k_wake) == 1  # left for a consumer with room
+        assert parking.wait(5.0) == [2]  # and this one finds it when it waits again
+    finally:
+        parking.close()
