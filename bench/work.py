@@ -1,6 +1,6 @@
 """Jobs that do real work: the default Consumer against the physical limit.
 
-    .venv/bin/python -m bench.work              # 10,000 jobs on 64 lanes, 3 rounds, ~3 minutes
+    .venv/bin/python -m bench.work              # 10,000 jobs on 64 lanes, 3 rounds, ~5 minutes
     .venv/bin/python -m bench.work --quick      # 2,000 jobs, 1 round
     .venv/bin/python -m bench.work --base none  # without the rows of main's code
 
