@@ -96,7 +96,7 @@ class RoundScheduleForm(forms.ModelForm):
     refuse is a form error here, never a 500."""
 
     every_minutes = forms.IntegerField(
-        label="or every N minutes", required=False, min_value=1, max_value=MAX_EVERY_MINUTES,
+        label="Or every N minutes", required=False, min_value=1, max_value=MAX_EVERY_MINUTES,
         help_text="A round at each whole multiple of N minutes of UTC's clock (every 15: at :00, :15, :30, :45). "
                   "Leave empty when you give a cron line.")
 
@@ -104,7 +104,7 @@ class RoundScheduleForm(forms.ModelForm):
         model = RoundSchedule
         fields = ["name", "active", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool",
                   "minutes", "cron", "tz", "when_open"]
-        labels = {"minutes": "round length (minutes)", "prize_pool": "starting pool", "cron": "cron line"}
+        labels = {"minutes": "Round length (minutes)", "prize_pool": "Starting pool", "cron": "Cron line"}
         help_texts = {
             "when_open": "At a tick while the last round this schedule opened is still open: <b>skip the tick</b> "
                          "(one round of this schedule at a time; the first tick after it ends opens the next) or "
