@@ -54,7 +54,7 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from functools import partial
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.db.models.signals import post_delete, post_save
@@ -198,7 +198,13 @@ def sync_all() -> dict[str, int]:
     rows = {s.mirror_name: s for s in RoundSchedule.objects.all()}
     counts: Counter = Counter()
     for name, schedule in rows.items():
-        for what in _sync(queue, schedule, mirrors.get(name)):
+        try:
+            did = _sync(queue, schedule, mirrors.get(name))
+        except REFUSED as exc:  # a row saved around the form: the others are still mirrored
+            counts["refused"] += 1
+            _refused(schedule, exc)
+            continue
+        for what in did:
             counts[what] += 1
             missing = what == "created"
             log.log(logging.WARNING if missing else logging.INFO, "round schedule %s (%s): mirror %s on %s%s",
@@ -210,12 +216,30 @@ def sync_all() -> dict[str, int]:
     return dict(counts)
 
 
+# What EchoMQ refuses of a definition saved around the form's checks (a
+# cron line that never comes, an interval over a year).
+REFUSED = (ArgumentError, ValueError, OverflowError, ImproperlyConfigured)
+_told: set[tuple] = set()
+
+
+def _refused(schedule: RoundSchedule, exc: Exception) -> None:
+    """Say once per definition (not on every pass) that a row cannot be mirrored."""
+    key = (schedule.pk, schedule.cron, schedule.every_seconds, schedule.tz)
+    if key not in _told:
+        _told.add(key)
+        log.error("round schedule %s (%s) cannot be mirrored, so it opens no round: %s; fix it in the admin",
+                  schedule.pk, schedule.name, exc)
+
+
 def _sync_after_commit(schedule_id: int) -> None:
     try:
         did = sync_one(schedule_id)
     except echomq.UNAVAILABLE as exc:
         log.warning("round schedule %s: Valkey did not answer (%s); the reaper mirrors it when it does",
                     schedule_id, type(exc).__name__)
+        return
+    except REFUSED as exc:
+        log.error("round schedule %s cannot be mirrored, so it opens no round: %s", schedule_id, exc)
         return
     if did:
         log.info("round schedule %s: mirror %s", schedule_id, ", ".join(did))

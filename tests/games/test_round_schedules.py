@@ -131,6 +131,20 @@ def test_the_reapers_sync_heals_a_flush_and_fixes_every_drift(make_schedule, val
     assert schedules.sync_all() == {}
 
 
+def test_a_row_echomq_refuses_is_said_once_and_the_others_are_still_mirrored(make_schedule, emoji_set, valkey,
+                                                                              caplog):
+    good = make_schedule()
+    bad = RoundSchedule.objects.create(name="30 February", emoji_set=emoji_set, cron="0 0 30 2 *")  # no form
+    valkey.flushall()
+    with caplog.at_level("INFO", logger="games.schedules"):
+        assert schedules.sync_all() == {"created": 1, "refused": 1}
+        assert schedules.sync_all() == {"refused": 1}
+    said = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(said) == 1 and "30 February" in said[0].getMessage()
+    assert [r["name"] for r in get_queue(QUEUE).schedules()] == [good.mirror_name]
+    assert bad.pk
+
+
 def test_valkey_down_at_the_save_is_a_warning_and_the_save_stands(make_schedule, settings, caplog):
     from echomq import embedded
     from echomq.contrib import django as emq_django

@@ -150,3 +150,15 @@ def test_an_every_seconds_row_edited_in_the_admin_asks_for_minutes(root, schedul
     page = root.get(f"/admin/games/roundschedule/{schedule.pk}/change/").content.decode()
     assert "Now every 1 seconds (set outside the admin)" in page
     assert isinstance(schedule.next_runs(1)[0], datetime)
+
+
+def test_support_reads_a_schedule_and_changes_nothing(client, schedule, valkey):
+    from django.contrib.auth.models import Group
+
+    user = get_user_model().objects.create_user("sup", password="pw-x-12345", is_staff=True)
+    user.groups.add(Group.objects.get(name="Support"))
+    client.force_login(user)
+    page = client.get(f"/admin/games/roundschedule/{schedule.pk}/change/")
+    assert page.status_code == 200 and "every 1 s" in page.content.decode() and 'name="cron"' not in page.content.decode()
+    listing = client.get("/admin/games/roundschedule/").content.decode()
+    assert 'value="pause"' not in listing and "Add round schedule" not in listing
