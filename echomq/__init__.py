@@ -14,6 +14,7 @@ from .errors import (
     Cancelled,
     Drop,
     EchoMQError,
+    EventsLost,
     InvalidName,
     JobNotFound,
     KindError,
@@ -28,7 +29,7 @@ from .queue import Queue
 __all__ = [
     "Queue", "ShardedQueue", "Job", "Consumer", "Reaper",
     "EchoMQError", "ArgumentError", "InvalidName", "KindError", "StaleToken", "Cancelled",
-    "JobNotFound", "WrongState", "Unavailable", "UNAVAILABLE", "Retry", "Drop",
+    "JobNotFound", "WrongState", "EventsLost", "Unavailable", "UNAVAILABLE", "Retry", "Drop",
 ]
 
 

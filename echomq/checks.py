@@ -7,6 +7,7 @@ too; checking first means a bad call costs no round trip and raises
 """
 from __future__ import annotations
 
+import json
 from typing import Mapping
 
 from . import ids, keyspace
@@ -15,6 +16,7 @@ from .scripts import LIMITS
 
 MAX_MS, MAX_COUNT, MAX_BATCH = LIMITS["MAX_MS"], LIMITS["MAX_COUNT"], LIMITS["MAX_BATCH"]
 MAX_TOKEN, MAX_TEXT = LIMITS["MAX_TOKEN"], LIMITS["MAX_TEXT"]
+MAX_PROGRESS = LIMITS["MAX_PROGRESS"]
 
 
 def check_int(value, what: str, lo: int, hi: int) -> int:
@@ -78,3 +80,22 @@ def check_claim(n: int, lease_ms: int, consumer: str | None) -> str:
     if not ids.is_valid(consumer):
         raise ArgumentError(f"consumer must be a branded id, got {consumer!r}")
     return consumer
+
+
+def check_json(value, what: str, limit: int) -> str:
+    """``value`` as compact JSON of at most ``limit`` bytes (a progress
+    value, a flow child's result), else ArgumentError."""
+    try:
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(f"{what} must be JSON-serialisable (no NaN or inf): {exc}") from None
+    if len(text.encode()) > limit:
+        raise ArgumentError(f"{what} is {len(text.encode())} bytes of JSON, more than {limit}")
+    return text
+
+
+def check_seconds(value, what: str) -> float:
+    """A finite number of seconds, > 0 and at most MAX_MS / 1000 (a wait's timeout)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_MS / 1000:
+        raise ArgumentError(f"{what} must be a number of seconds in (0, {MAX_MS // 1000}], got {value!r}")
+    return float(value)

@@ -14,6 +14,7 @@ exception classes:
     ├── Cancelled                    the job was cancelled while leased
     ├── JobNotFound (LookupError)    no row for that id
     ├── WrongState                   the job is not in the state needed
+    ├── EventsLost                   a reader's position was trimmed from the event stream
     └── Unavailable (redis ConnectionError)  Valkey cannot be reached
 """
 from __future__ import annotations
@@ -59,6 +60,17 @@ class JobNotFound(EchoMQError, LookupError):
 
 class WrongState(EchoMQError):
     """The job is not in the state the operation needs (``EMQSTATE``)."""
+
+
+class EventsLost(EchoMQError):
+    """The position an event reader resumes from is no longer in the stream:
+    the entries after it may have been trimmed (the cap, ``Queue.set_events``).
+    ``first`` is the oldest id still there; read the state afresh and go on
+    from it. (Conservative: raised whenever the position itself is gone.)"""
+
+    def __init__(self, message: str, first: str):
+        super().__init__(message)
+        self.first = first
 
 
 class Unavailable(EchoMQError, redis.exceptions.ConnectionError):

@@ -109,4 +109,4 @@ def slot(key: str | bytes) -> int:
 
 # The fixed keys of a queue, for docs, dashboards and the one-slot test.
 SUFFIXES = ("pending", "ring", "active", "schedule", "dead", "wake", "meta", "lanes", "done", "done:rows",
-            "schedules", "cooling")
+            "schedules", "cooling", "events", "events:readers", "waiting")

@@ -4,7 +4,8 @@ Two sides, both without Django:
 
 * :class:`QueueCollector` reads each queue's state from Valkey when scraped
   (job counts per state, completed and dead totals, lanes, oldest pending
-  age, lease expiries reaped). Valkey is the source of truth, so any process
+  age, lease expiries reaped, the event stream's length, cap, entries added
+  and each named reader's lag). Valkey is the source of truth, so any process
   may serve it; the Django endpoint does (``echomq.contrib.django.metrics``).
 * :class:`ConsumerMetrics` is a consumer ``Observer``: what one worker
   process did (jobs by outcome, handler time, claim-to-start wait,
@@ -74,6 +75,15 @@ class QueueCollector:
         paused = GaugeMetricFamily("echomq_queue_paused", "1 when the queue is paused", labels=["queue"])
         oldest = GaugeMetricFamily("echomq_queue_oldest_pending_age_seconds",
                                    "Age of the oldest ready job (0 when none)", labels=["queue"])
+        ev_len = GaugeMetricFamily("echomq_events_length", "Entries kept in the queue's event stream",
+                                   labels=["queue"])
+        ev_cap = GaugeMetricFamily("echomq_events_maxlen", "The event stream's cap (about; 0: events off)",
+                                   labels=["queue"])
+        ev_added = CounterMetricFamily("echomq_events_added", "Entries appended to the event stream since it began",
+                                       labels=["queue"])
+        ev_lag = GaugeMetricFamily("echomq_events_reader_lag_seconds",
+                                   "How far behind the newest entry a named reader's last position is",
+                                   labels=["queue", "reader"])
         rate_jobs = GaugeMetricFamily("echomq_queue_rate_limit_jobs", "Claims allowed per rate window "
                                       "(queues with a rate limit)", labels=["queue"])
         rate_window = GaugeMetricFamily("echomq_queue_rate_limit_window_seconds", "The rate window's length",
@@ -93,6 +103,12 @@ class QueueCollector:
                 paused.add_metric([q.name], int(c["paused"]))
                 reaped.add_metric([q.name], int(q.client.hget(q.k_meta, "reaped") or 0))
                 oldest.add_metric([q.name], oldest_pending_age_s(q) if c["pending"] else 0.0)
+                ev = q.event_stats()
+                ev_len.add_metric([q.name], ev["length"])
+                ev_cap.add_metric([q.name], ev["maxlen"])
+                ev_added.add_metric([q.name], ev["added"])
+                for reader, r in ev["readers"].items():
+                    ev_lag.add_metric([q.name, reader], r["lag_s"])
                 rate = q.rate_limit()
                 if rate is not None:
                     rate_jobs.add_metric([q.name], rate["jobs"])
@@ -105,7 +121,7 @@ class QueueCollector:
             yield up
             return
         yield from (up, jobs, completed, dead, reaped, lanes, paused, oldest, rate_jobs, rate_window, rate_claimed,
-                    rate_left)
+                    rate_left, ev_len, ev_cap, ev_added, ev_lag)
 
 
 def oldest_pending_age_s(q) -> float:

@@ -14,10 +14,13 @@ import json
 import re
 from typing import Iterable
 
+from . import events as _events
+from . import flows as _flows
 from . import ids, keyspace
 from . import schedules as _schedules
-from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN, check_claim, check_int, check_items,
-                     check_pairs, enqueue_items)  # the limits and checks are also importable from here
+from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN, check_claim, check_int,
+                     check_items, check_json, check_pairs, check_seconds,
+                     enqueue_items)  # the limits and checks are also importable from here
 from .checks import check_token as _token
 from .errors import ArgumentError, Cancelled, EchoMQError, StaleToken, translated
 from .rates import rate_args, rate_view
@@ -40,6 +43,13 @@ def _text(b) -> str | None:
 
 
 _mapped = translated()  # a view decorated with it raises typed errors
+
+
+def _json_or_text(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 class Reaped(int):
@@ -179,7 +189,7 @@ class Queue:
         with the rate limits' waits when the reply ends with them."""
         jobs = ClaimedJobs(
             Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
-                reply[i + 3].decode() or None, self.name)
+                reply[i + 3].decode() or None, self.name, _queue=self)
             for i in range(0, len(reply) - 3, 4)
         )
         if len(reply) % 4 == 1:
@@ -406,7 +416,7 @@ class Queue:
 
     # -- views ------------------------------------------------------------
     _COUNT_FIELDS = ("pending", "active", "scheduled", "dead", "completed", "dead_total",
-                     "lanes", "ring", "paused", "cancelled", "retained")
+                     "lanes", "ring", "paused", "cancelled", "retained", "waiting")
 
     def _counts_keys(self) -> tuple:
         return (self.k_pending, self.k_active, self.k_schedule, self.k_dead, self.k_meta, self.k_lanes, self.k_ring)
@@ -440,9 +450,13 @@ class Queue:
         for k, v in row.items():
             k = k.decode()
             out[k] = v if k == "payload" else v.decode(errors="replace")
-        for k in ("attempts", "base", "stalled", "created", "died", "claimed"):
+        for k in ("attempts", "base", "stalled", "created", "died", "claimed", "children", "children_left",
+                  "wait"):
             if out.get(k):
                 out[k] = int(out[k])
+        for k in ("progress", "result"):  # JSON a handler left (progress.lua, result.lua)
+            if k in out:
+                out[k] = _json_or_text(out[k])
         if deadline is not None:
             out["lease_deadline"] = int(deadline)
         if run_at is not None:
@@ -582,6 +596,112 @@ class Queue:
         """Where ``consumer`` (its branded id) waits for work: the wake list
         and a doorbell of its own (see :mod:`echomq.parking`)."""
         return Parking(self, consumer)
+
+    # --- issue 22: events, progress, wait, flows ---------------------------------
+    @property
+    def k_events(self) -> str:
+        return self.prefix + "events"
+
+    def set_events(self, maxlen: int | None) -> None:
+        """Cap the event stream ``emq:{q}:events`` at about ``maxlen`` entries
+        (approximate trimming: whole stream nodes go); 0 turns events off for
+        this queue, None restores the default (``KEEP_EVENTS``)."""
+        with translated():
+            if maxlen is None:
+                self.client.hdel(self.k_meta, "events")
+            else:
+                self.client.hset(self.k_meta, "events", check_int(maxlen, "maxlen", 0, MAX_COUNT))
+
+    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100,
+               reader: str | None = None):
+        """Iterate over :class:`~echomq.events.Event` s after ``after``: ``"$"``
+        (only what happens from now on), ``"0"`` (everything kept) or the
+        ``cursor`` of the last event seen, which resumes with nothing lost or
+        repeated (``EventsLost`` if that position was trimmed away). Reads
+        ``count`` per round trip; ends once caught up, or, with ``block_ms``,
+        after waiting that long for more (0: for ever). ``reader`` names the
+        reader for the lag metric (``echomq_events_reader_lag_seconds``).
+        Reading holds no lease and changes no job."""
+        _events.check_position(after)
+        _events.check_reader(reader)
+        if block_ms is not None:
+            check_int(block_ms, "block_ms", 0, MAX_MS)
+        return _events.tail(self, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH),
+                            reader=reader)
+
+    def _event_filter(self, limit, types, lane, job):
+        check_int(limit, "limit", 1, MAX_BATCH)
+        types = tuple(check_items(types or (), "types"))
+        for kind in types:
+            if kind not in _events.TYPES:
+                raise ArgumentError(f"unknown event type {kind!r}; the types are {', '.join(_events.TYPES)}")
+        return types, None if lane is None else keyspace.check_lane(lane), \
+            None if job is None else keyspace.check_job_id(job)
+
+    @_mapped
+    def recent_events(self, limit: int = 100, *, types=None, lane: str | None = None, job: str | None = None,
+                      scan: int | None = None) -> list:
+        """The newest ``limit`` events of any of ``types`` on ``lane`` about
+        ``job`` (None: any), newest first, looking at most ``scan`` entries
+        back (None: the whole stream)."""
+        types, lane, job = self._event_filter(limit, types, lane, job)
+        if scan is not None:
+            check_int(scan, "scan", 1, MAX_COUNT)
+        return _events.recent(self, limit, types=types, lane=lane, job=job, scan=scan)
+
+    @_mapped
+    def event_history(self, job_id: str) -> list:
+        """The job's events still in the stream, oldest first."""
+        return _events.history(self, keyspace.check_job_id(job_id))
+
+    @_mapped
+    def event_stats(self) -> dict:
+        """The stream's cap (0: off), length, entries added ever, newest id,
+        and each named reader's position and lag in seconds."""
+        out = _events.stats(self)
+        out["readers"] = {name: {"position": pos, "lag_s": _events.lag_seconds(out["last_id"], pos)}
+                          for name, pos in sorted(out["readers"].items())}
+        return out
+
+    def progress(self, job_id: str, attempts: int, value) -> bool:
+        """Record a leased job's progress (JSON, at most 1 KB): on its row
+        (``job()["progress"]``) and as a ``progress`` event. Fenced: StaleToken
+        when ``attempts`` no longer holds the lease; False when the row is gone."""
+        text = check_json(value, "progress", MAX_PROGRESS)
+        return self._run("progress", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), text)) == 1
+
+    def set_result(self, job_id: str, attempts: int, value) -> bool:
+        """Leave a leased job's result (JSON, at most 64 KB) for its flow's
+        parent (``children_results``). Fenced as :meth:`progress`; no event."""
+        text = check_json(value, "result", MAX_TEXT)
+        return self._run("result", self._fenced_keys(job_id), (self.prefix, job_id, _token(attempts), text)) == 1
+
+    def wait(self, job_id: str, timeout_s: float) -> str:
+        """Block until the job ends and answer how: ``"completed"``,
+        ``"dead"``, ``"cancelled"`` or ``"removed"``, at once for a job that
+        ended already (completed while its record is kept, or dead). The
+        script that ends the job tells the waiter; nothing polls. Works with
+        events off. TimeoutError at the deadline; JobNotFound when there is
+        neither a row nor a record."""
+        self.job_key(job_id)
+        return _events.wait(self, job_id, check_seconds(timeout_s, "timeout_s"))
+
+    def enqueue_flow(self, parent, children, *, on_child_failure: str = "fail") -> _flows.Flow:
+        """Admit ``children`` (ready at once) and ``parent``, which runs once
+        every child has ended (see :mod:`echomq.flows`). Each is a payload or a
+        mapping with ``payload`` and optional ``job_id`` and ``lane``. The
+        parent's id is the idempotency key (``"duplicate"``: nothing changed);
+        WrongState when a child's id exists already."""
+        pid, kids, args = _flows.flow_call(self.prefix, parent, children, on_child_failure, MAX_BATCH)
+        reply = self._run("enqueue_flow", (self.job_key(pid),), args)
+        return _flows.Flow(pid, kids, "enqueued" if reply == 1 else "duplicate")
+
+    @_mapped
+    def children_results(self, job_id: str) -> dict:
+        """How each child of flow parent ``job_id`` ended: {child id:
+        {"state": "pending" | "completed" | "dead" | "cancelled" | "removed",
+        "result": ... (completed), "error": ... (dead)}}; {} when it has none."""
+        return _flows.parse_children(self.client.hgetall(self.prefix + "flow:" + keyspace.check_job_id(job_id)))
 
 
 __all__ = ["Queue", "Job", "Reaped", "EchoMQError", "DEFAULT_LEASE_MS"]

@@ -13,7 +13,7 @@ server) loads the script and tries again, which is safe because a script that
 was not found did not run. Errors come back typed (``errors.translate``).
 
 The argument limits are named once, in ``lua/include/args.lua``,
-``keep.lua``, ``priority.lua``, ``unique.lua`` and ``sched.lua``;
+``keep.lua``, ``priority.lua``, ``unique.lua``, ``sched.lua`` and ``events.lua``;
 :data:`LIMITS` reads them from there for the Python checks.
 
 Another package keeps its own scripts in a directory of its own and loads
@@ -108,13 +108,14 @@ NAMES = (
     "enqueue", "claim", "complete", "complete_batch", "retry", "extend", "release",
     "reap", "promote", "requeue", "remove", "cancel", "lane", "pause", "counts",
     "rate", "lane_rate", "schedule_set", "schedule_op", "schedule_fire",
+    "progress", "result", "wait", "enqueue_flow",  # issue 22: events, progress, wait, flows
 )
 BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
 
 _LIMIT = re.compile(r"^local ((?:MAX|KEEP)_[A-Z_]+) = (\d+)", re.M)
 LIMITS: dict[str, int] = {
     name: int(value)
-    for inc in ("args", "keep", "priority", "unique", "sched")
+    for inc in ("args", "keep", "priority", "unique", "sched", "events")
     for name, value in _LIMIT.findall((LUA_DIR / "include" / f"{inc}.lua").read_text())
 }
 

@@ -28,12 +28,14 @@ A claim that takes fewer than n leaves nothing ready, so it empties the wake
 list (P..'wake'): a token left there would only wake a consumer to claim
 nothing. Tokens are pushed for work made ready later, so none is lost.
 Errors: EMQARG for a bad argument (nothing changed).
+Event: one claimed entry for all the jobs leased (data {"lease_deadline", "consumer"}).
 ]]
 --- @include "args"
 --- @include "now"
 --- @include "lanes"
 --- @include "chunks"
 --- @include "skiplist"
+--- @include "events"
 --- @include "rate"
 
 arg_count(4)
@@ -51,6 +53,8 @@ if redis.call('HGET', KEYS[4], 'paused') == '1' then return {} end
 local now = now_ms()
 local deadline = now + lease
 local out, leases = {}, {}
+local events = events_batch(P)
+local claimed = '{"lease_deadline":' .. deadline .. (consumer ~= '' and (',"consumer":"' .. consumer .. '"') or '') .. '}'
 local rate = rate_claim_begin(KEYS[4], P, now, n)
 local budget = rate.budget
 
@@ -58,6 +62,7 @@ local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
   local token = redis.call('HINCRBY', jk, 'attempts', 1)
   redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'consumer', consumer)
+  events_add(events, id, lane, token)
   leases[#leases + 1] = deadline
   leases[#leases + 1] = id
   out[#out + 1] = id
@@ -95,5 +100,6 @@ end
 -- batch goes into a skiplist (see skiplist.lua).
 zadd_many(KEYS[2], leases)
 if taken < n then redis.call('DEL', P .. 'wake') end  -- every token left is stale (see above)
+emit_batch(P, 'claimed', events, claimed)
 out[#out + 1] = rate_claim_end(KEYS[4], P, rate, now, taken, n)
 return out

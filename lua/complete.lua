@@ -10,6 +10,7 @@ Replies: 1 completed (row deleted, counted, a record kept), 0 gone (no such row)
 Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQCANCELLED when the job was cancelled (dropped, not completed);
          EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:   completed; a cancelled job's cancelled (lua/include/finish.lua).
 ]]
 --- @include "args"
 --- @include "now"

@@ -10,6 +10,7 @@ ARGV[2], ARGV[3]         id, token of the first job; then the next pair, ...
 Reply: one code per job, in order: 1 completed, 0 gone, -1 stale (unchanged),
 -2 cancelled (dropped, not completed).
 Errors: EMQARG / EMQKIND for a bad argument anywhere (nothing changed).
+Event: one completed entry for the jobs completed; cancelled for each dropped.
 ]]
 --- @include "args"
 --- @include "now"

@@ -10,10 +10,11 @@ KEYS[7] ring             emq:{q}:ring
 ARGV[1] P                emq:{q}:
 
 Reply: {pending, active, scheduled, dead, completed, dead_total, lanes, ring, paused,
-cancelled_total, retained}
+cancelled_total, retained, waiting}
 pending counts the flat set and every lane; completed and dead_total are
 running totals since the queue was created; retained is how many completed
-jobs keep a record (keep.lua).
+jobs keep a record (keep.lua); waiting is how many flow parents wait for
+their children (flow.lua).
 Errors: EMQARG for a bad argument.
 ]]
 --- @include "args"
@@ -33,4 +34,4 @@ local m = redis.call('HMGET', KEYS[5], 'completed', 'dead', 'paused', 'cancelled
 return {pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]),
   redis.call('ZCARD', KEYS[4]), tonumber(m[1] or '0'), tonumber(m[2] or '0'),
   #lanes, redis.call('LLEN', KEYS[7]), m[3] == '1' and 1 or 0, tonumber(m[4] or '0'),
-  redis.call('ZCARD', P .. 'done')}
+  redis.call('ZCARD', P .. 'done'), redis.call('ZCARD', P .. 'waiting')}

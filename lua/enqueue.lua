@@ -18,11 +18,13 @@ Replies: 1 enqueued, 2 scheduled, 0 duplicate (the row exists; nothing changed);
          the holder's JOB id when another live job holds unique_key (nothing changed).
 Errors:  EMQKIND when the id is not JOB-branded; EMQARG for any other bad
          argument (both before anything is written).
+Event:   enqueued (data {"run_at": ms} when delayed); none for a duplicate.
 ]]
 --- @include "args"
 --- @include "now"
 --- @include "wake"
 --- @include "lanes"
+--- @include "events"
 --- @include "priority"
 --- @include "unique"
 
@@ -55,6 +57,7 @@ if ukey ~= '' then redis.call('HSET', KEYS[1], 'unique', ukey) end
 if delay > 0 then
   redis.call('HSET', KEYS[1], 'state', 'scheduled')
   redis.call('ZADD', KEYS[3], now + delay, id)
+  emit(P, 'enqueued', id, lane, 0, '{"run_at":' .. (now + delay) .. '}')
   return 2
 end
 local score = ready_score(priority)
@@ -67,4 +70,5 @@ else
   redis.call('ZADD', KEYS[2], score, id)
 end
 wake(P, 1)
+emit(P, 'enqueued', id, lane, 0, '')
 return 1

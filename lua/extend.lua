@@ -12,6 +12,7 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQCANCELLED when the job was cancelled: it is dropped now, and the
          worker stops it (this reply is how a worker learns of a cancel);
          EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:   none (a heartbeat is not a transition); cancelled when it drops the job.
 ]]
 --- @include "args"
 --- @include "now"

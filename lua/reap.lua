@@ -14,6 +14,7 @@ ARGV[3] limit            at most this many jobs per call (bounded pass)
 
 Reply: {returned, dead}
 Errors: EMQARG for a bad argument (nothing changed).
+Events: stalled (data stalls) or dead (data stalls, error) per job; cancelled per dropped job.
 ]]
 --- @include "args"
 --- @include "now"
@@ -23,6 +24,8 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "stats"
 --- @include "cancel"
 --- @include "keep"
+--- @include "events"
+--- @include "ended"
 --- @include "unique"
 
 arg_count(3)
@@ -51,9 +54,12 @@ for _, id in ipairs(expired) do
         unique_release_row(P, id, jk)
         redis.call('ZADD', KEYS[2], now, id)
         count(P, 'dead', now, 1)
+        emit_row(P, 'dead', id, jk, '{"error":"stalled ' .. stalls .. ' times","stalls":' .. stalls .. '}')
+        ended(P, id, jk, 'dead')
         dead = dead + 1
       else
         make_ready(P, id, jk)
+        emit_row(P, 'stalled', id, jk, '{"stalls":' .. stalls .. '}')
         returned = returned + 1
       end
     end

@@ -13,6 +13,7 @@ Replies: 1 released, 0 gone.
 Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQCANCELLED when the job was cancelled (dropped, not released);
          EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:   released; cancelled when it drops the job.
 ]]
 --- @include "args"
 --- @include "now"
@@ -22,6 +23,7 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "replies"
 --- @include "fence"
 --- @include "cancel"
+--- @include "events"
 
 local P, id = arg_fenced(3)
 
@@ -32,4 +34,5 @@ redis.call('HINCRBY', KEYS[1], 'base', 1)
 local lane = redis.call('HGET', KEYS[1], 'lane')
 if lane and lane ~= '' then lane_release_active(P, lane) end
 make_ready(P, id, KEYS[1])
+emit_row(P, 'released', id, KEYS[1], '')
 return 1

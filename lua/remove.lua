@@ -11,10 +11,13 @@ ARGV[2] id
 
 Reply: the state the job was in, or 0 (GONE) when there was no such job.
 Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
+Event: removed (data {"was": state}); none when there was no job.
 ]]
 --- @include "args"
 --- @include "lanes"
 --- @include "replies"
+--- @include "events"
+--- @include "ended"
 --- @include "unique"
 
 local P, id = arg_job_row(2)
@@ -35,6 +38,8 @@ if lane and lane ~= '' then
   lane_settle(P, lane, was)
 end
 for i = 2, 5 do redis.call('ZREM', KEYS[i], id) end
+emit_row(P, 'removed', id, KEYS[1], '{"was":"' .. row[1] .. '"}')
+ended(P, id, KEYS[1], 'removed')
 unique_release_row(P, id, KEYS[1])
 redis.call('DEL', KEYS[1])
 return row[1]

@@ -11,11 +11,13 @@ ARGV[2] id
 Reply: 1.
 Errors: EMQNOJOB no such job; EMQSTATE the job is not dead;
         EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:  requeued.
 ]]
 --- @include "args"
 --- @include "wake"
 --- @include "lanes"
 --- @include "ready"
+--- @include "events"
 
 local P, id = arg_job_row(2)
 arg_key(2, P .. 'dead')
@@ -29,4 +31,6 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('HSET', KEYS[1], 'base', row[2], 'stalled', 0)
 redis.call('HDEL', KEYS[1], 'died')
 make_ready(P, id, KEYS[1])
+redis.call('PERSIST', P .. 'flow:' .. id)  -- a flow parent's children's record (flow.lua)
+emit_row(P, 'requeued', id, KEYS[1], '')
 return 1

@@ -18,6 +18,7 @@ Replies: 'scheduled' or 'dead'; 0 when the row is gone.
 Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
          EMQCANCELLED when the job was cancelled (dropped, not retried);
          EMQARG / EMQKIND for a bad argument (nothing changed).
+Event:   retried (data run_at, delay_ms, error) or dead (data error).
 ]]
 --- @include "args"
 --- @include "now"
@@ -27,6 +28,8 @@ Errors:  EMQSTALE when the token no longer holds the lease (nothing changed);
 --- @include "cancel"
 --- @include "stats"
 --- @include "keep"
+--- @include "events"
+--- @include "ended"
 --- @include "unique"
 
 local P, id = arg_fenced(6)
@@ -48,9 +51,13 @@ if tries >= max_attempts then
   unique_release_row(P, id, KEYS[1])
   redis.call('ZADD', KEYS[4], now, id)
   count(P, 'dead', now, 1)
+  emit(P, 'dead', id, row[3], row[1], '{"error":' .. cjson.encode(brief(ARGV[6])) .. '}')
+  ended(P, id, KEYS[1], 'dead')
   keep_dead(P, now)
   return 'dead'
 end
 redis.call('HSET', KEYS[1], 'state', 'scheduled')
 redis.call('ZADD', KEYS[3], now + delay, id)
+emit(P, 'retried', id, row[3], row[1],
+  '{"run_at":' .. (now + delay) .. ',"delay_ms":' .. delay .. ',"error":' .. cjson.encode(brief(ARGV[6])) .. '}')
 return 'scheduled'

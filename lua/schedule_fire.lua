@@ -28,6 +28,7 @@ when the schedule is gone, paused, or no longer at rev and expect (another
 reaper fired it, or it changed): nothing changed.
 Errors: EMQARG for a bad argument, a tick's id included; EMQKIND for an id of another
         brand (nothing changed).
+Event: one enqueued entry for the tick jobs it enqueued (data {"schedule": name}).
 ]]
 --- @include "args"
 --- @include "now"
@@ -35,6 +36,7 @@ Errors: EMQARG for a bad argument, a tick's id included; EMQKIND for an id of an
 --- @include "lanes"
 --- @include "ready"
 --- @include "sched"
+--- @include "events"
 
 if #ARGV < 7 or #ARGV % 2 == 0 or (#ARGV - 5) / 2 > MAX_CATCH_UP + 1 then
   arg_fail('ARGV', 'want P, name, rev, expect, next_ms and 1 to ' .. (MAX_CATCH_UP + 1) .. ' (tick, id) pairs')
@@ -66,6 +68,7 @@ for i, tick in ipairs(ticks) do
   end
 end
 local id
+local events = events_batch(P)
 for _, tick in ipairs(ticks) do
   id = tick_job_id(seq, tick)
   local jk = P .. 'job:' .. id
@@ -74,9 +77,11 @@ for _, tick in ipairs(ticks) do
     if s[6] ~= '' then redis.call('HSET', jk, 'lane', s[6]) end
     if s[7] ~= '0' then redis.call('HSET', jk, 'priority', s[7]) end
     make_ready(P, id, jk)
+    events_add(events, id, s[6], 0)
     fired[#fired + 1] = id
   end
 end
+emit_batch(P, 'enqueued', events, '{"schedule":' .. cjson.encode(name) .. '}')
 redis.call('HSET', KEYS[1], 'next', next_ms, 'last', last, 'last_job', id)
 redis.call('ZADD', KEYS[2], next_ms, name)
 return fired

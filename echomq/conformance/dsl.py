@@ -139,6 +139,20 @@ class World:
         self.keys.setdefault(key("done:rows"), {"hash": {}})["hash"][job_id] = record
         return self
 
+    def flow(self, parent: str, children: dict, *, policy: str = "fail", lane: str | None = None,
+             payload: str = "p") -> "World":
+        """A flow's parent waiting (``children``: child id -> its record, a
+        JSON text, ``{"state":"pending"}`` until it ends), as enqueue_flow
+        leaves it. The children's rows (with ``parent=``) are added apart."""
+        left = sum(1 for v in children.values() if '"pending"' in v)
+        self._row(parent, "waiting", 0, payload, None,
+                  {"children": len(children), "children_left": left, "policy": policy})
+        if lane:
+            self._hash(job_key(parent), {"lane": lane})
+        self._zadd(key("waiting"), parent, 1000)
+        self.keys[key("flow:" + parent)] = {"hash": dict(sorted(children.items()))}
+        return self
+
     # -- queue and lane settings ------------------------------------------------
     def lane(self, lane: str, *, paused: bool = False, limit: int | None = None) -> "World":
         """A lane's settings (meta ``paused`` / ``limit``)."""
@@ -204,7 +218,7 @@ def call(script: str, *, pairs=None, keys: dict | None = None, argv: dict | None
     """The KEYS and ARGV of ``script`` from its header's names: ``P`` is the
     vectors' queue unless given; KEYS come from the header's templates
     (``<id>``, ``<lane>``, ``<name>`` filled from the arguments, on the vectors' queue).
-    ``pairs`` fills a repeated (a, b) tail; ``keys={i: k}`` / ``argv={i: v}``
+    ``pairs`` fills a repeated (a, b) tail (or (a, b, c)); ``keys={i: k}`` / ``argv={i: v}``
     replace position i (1-based); ``drop`` / ``extra`` shorten or lengthen ARGV."""
     lay = headers.layout(script)
     named = {"P": P, **DEFAULTS.get(script, {}), **named}
@@ -215,8 +229,8 @@ def call(script: str, *, pairs=None, keys: dict | None = None, argv: dict | None
     if unknown:
         raise TypeError(f"call({script!r}): {sorted(unknown)} are not in its header's ARGV {lay['argv']}")
     args = [_text(named[n]) for n in lay["argv"]]
-    for a, b in pairs or ():
-        args += [_text(a), _text(b)]
+    for group in pairs or ():
+        args += [_text(v) for v in group]
     ks = []
     for _, template in lay["keys"]:
         k = template.replace("emq:{q}:", P)

@@ -2,7 +2,8 @@
 
 Each ``lua/<name>.lua`` opens with a ``--[[ ... ]]`` header naming its KEYS
 (``KEYS[i] <name>  <key template>``), its ARGV (``ARGV[i] <name>  <about>``,
-or ``ARGV[i], ARGV[j]  <a>, <b> ...`` for a repeated pair) and its replies and
+or ``ARGV[i], ARGV[j]  <a>, <b> ...`` for a repeated pair, ``ARGV[i], ARGV[j],
+ARGV[k]  <a>, <b>, <c> ...`` for a repeated triple) and its replies and
 errors. :func:`layout` reads the first two, which the vectors record and the
 Node client's table must agree with; :func:`error_codes` finds every
 ``EMQ<CODE>`` the assembled script can answer, by following calls from the
@@ -17,7 +18,7 @@ from ..scripts import LUA_DIR, load
 _HEADER = re.compile(r"\A--\[\[(.*?)\]\]", re.S)
 _KEY = re.compile(r"^KEYS\[(\d+)\]\s+(.+?)\s+(emq:\S+)", re.M)
 _ARG = re.compile(r"^ARGV\[(\d+)\]\s+([A-Za-z_]+)\b", re.M)
-_PAIR = re.compile(r"^ARGV\[(\d+)\], ARGV\[(\d+)\]\s+([A-Za-z_]+), ([A-Za-z_]+)\b", re.M)
+_REPEATED = re.compile(r"^((?:ARGV\[\d+\], )+ARGV\[\d+\])\s+([A-Za-z_]+(?:, [A-Za-z_]+)+)\b", re.M)
 _CODE = re.compile(r"\bEMQ[A-Z]+\b")
 _FUNC = re.compile(r"^local function (\w+)\(.*?^end\b", re.M | re.S)
 
@@ -37,16 +38,21 @@ def header(name: str) -> str:
 
 def layout(name: str) -> dict:
     """``{"keys": [[name, template], ...], "argv": [name, ...]}``, plus
-    ``"argv_repeated": [a, b]`` when the tail of ARGV repeats a pair."""
+    ``"argv_repeated": [a, b]`` when the tail of ARGV repeats a pair (or a
+    triple: ``[a, b, c]``)."""
     text = header(name)
     keys = sorted((int(i), n, t) for i, n, t in _KEY.findall(text))
     argv = sorted((int(i), n) for i, n in _ARG.findall(text))
     if [i for i, *_ in keys] != list(range(1, len(keys) + 1)) or [i for i, _ in argv] != list(range(1, len(argv) + 1)):
         raise ValueError(f"lua/{name}.lua: KEYS and ARGV in its header must be numbered 1, 2, ... in full")
     out = {"keys": [[n, t] for _, n, t in keys], "argv": [n for _, n in argv]}
-    pair = _PAIR.search(text)
-    if pair:
-        out["argv_repeated"] = [pair.group(3), pair.group(4)]
+    group = _REPEATED.search(text)
+    if group:
+        names = group.group(2).split(", ")
+        if len(names) != group.group(1).count("ARGV["):
+            raise ValueError(f"lua/{name}.lua: its repeated ARGV line names {len(names)} arguments for "
+                             f"{group.group(1).count('ARGV[')} positions")
+        out["argv_repeated"] = names
     return out
 
 

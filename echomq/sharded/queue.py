@@ -12,12 +12,14 @@ from __future__ import annotations
 import heapq
 import logging
 import zlib
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from .. import ids, keyspace
-from ..checks import MAX_BATCH, MAX_MS, check_claim, check_int, check_pairs, enqueue_items
+from .. import events as _events
+from ..checks import (MAX_BATCH, MAX_MS, MAX_PROGRESS, MAX_TEXT, check_claim, check_int, check_json, check_pairs,
+                      check_seconds, enqueue_items)
 from ..cluster import node_of
-from ..errors import UNAVAILABLE, translate, translated
+from ..errors import UNAVAILABLE, JobNotFound, translate, translated
 from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
 from ..rates import rate_args
 from ..schedules import check_name
@@ -466,3 +468,80 @@ class ShardedQueue:
         return {"jobs": sum(v["jobs"] for v in views), "per_ms": max(v["per_ms"] for v in views),
                 "claimed": sum(v["claimed"] for v in views),
                 "window_ms_left": max(v["window_ms_left"] for v in views), "shards": views}
+
+    # --- issue 22: events, progress, wait, flows ---
+    # Each shard keeps its own stream, waiters and flows; these answer for the
+    # whole queue.
+    def progress(self, job_id: str, attempts: int, value) -> bool:
+        """As :meth:`Queue.progress` (the value checked before the job is looked for)."""
+        check_json(value, "progress", MAX_PROGRESS)
+        return self.locate(job_id).progress(job_id, attempts, value)
+
+    def set_result(self, job_id: str, attempts: int, value) -> bool:
+        check_json(value, "result", MAX_TEXT)
+        return self.locate(job_id).set_result(job_id, attempts, value)
+
+    def set_events(self, maxlen: int | None) -> None:
+        """As :meth:`Queue.set_events`, on every shard (each caps its own stream)."""
+        for shard in self.shards:
+            shard.set_events(maxlen)
+
+    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100):
+        """Every shard's events, each shard's in its order, interleaved by
+        time (:func:`echomq.events.merged`). An event's ``cursor`` names a
+        position in every shard: pass it as ``after`` to resume."""
+        _events.check_cursor(after, len(self.shards))
+        if block_ms is not None:
+            check_int(block_ms, "block_ms", 0, MAX_MS)
+        return _events.merged(self.shards, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH))
+
+    def recent_events(self, limit: int = 100, **match) -> list:
+        """As :meth:`Queue.recent_events`, over the shards, newest first."""
+        rows = [s.recent_events(limit, **match) for s in self.shards]
+        newest = heapq.merge(*rows, key=lambda e: (_events.id_key(e.id), e.index), reverse=True)
+        return [e for _, e in zip(range(limit), newest)]
+
+    def event_history(self, job_id: str) -> list:
+        """The job's events, from the shard whose stream has them."""
+        for shard in [self.locate(job_id)] + self.shards:
+            found = shard.event_history(job_id)
+            if found:
+                return found
+        return []
+
+    def event_stats(self) -> dict:
+        """Each shard's stream figures, summed; readers named per shard."""
+        per = [(s.name, s.event_stats()) for s in self.shards]
+        return {"maxlen": per[0][1]["maxlen"], "length": sum(st["length"] for _, st in per),
+                "added": sum(st["added"] for _, st in per),
+                "readers": {f"{name}/{r}": v for name, st in per for r, v in st["readers"].items()},
+                "shards": dict(per)}
+
+    def wait(self, job_id: str, timeout_s: float) -> str:
+        """As :meth:`Queue.wait`: on the shard that holds the job's row, else
+        on the one whose records say it completed."""
+        check_seconds(timeout_s, "timeout_s")
+        shard = self.locate(job_id)
+        try:
+            return shard.wait(job_id, timeout_s)
+        except JobNotFound:
+            for other in self.shards:
+                if other is not shard and other.find(job_id) is not None:
+                    return other.wait(job_id, timeout_s)
+            raise
+
+    def enqueue_flow(self, parent, children, *, on_child_failure: str = "fail"):
+        """As :meth:`Queue.enqueue_flow`; the whole flow goes to the parent's
+        shard (its lane's, else its id's), so every step stays one script."""
+        item = dict(parent) if isinstance(parent, Mapping) else {"payload": parent}
+        item.setdefault("job_id", None)
+        if item["job_id"] is None:
+            item["job_id"] = ids.mint("JOB")
+        shard = self.shard_for(lane=item.get("lane"), job_id=item["job_id"])
+        return shard.enqueue_flow(item, children, on_child_failure=on_child_failure)
+
+
+    def children_results(self, job_id: str) -> dict:
+        """As :meth:`Queue.children_results`, from the flow parent's shard."""
+        return self.locate(job_id).children_results(job_id)
+

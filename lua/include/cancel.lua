@@ -4,12 +4,16 @@
 -- lease and the lane's active count go; the job is counted as cancelled.
 --- @include "lanes"
 --- @include "stats"
+--- @include "events"
+--- @include "ended"
 --- @include "unique"
 
 local function drop_cancelled(P, id, jk, now)
   local lane = redis.call('HGET', jk, 'lane')
   redis.call('ZREM', P .. 'active', id)
   if lane and lane ~= '' then lane_release_active(P, lane) end
+  emit_row(P, 'cancelled', id, jk, '')
+  ended(P, id, jk, 'cancelled')
   unique_release_row(P, id, jk)
   redis.call('DEL', jk)
   count(P, 'cancelled', now, 1)

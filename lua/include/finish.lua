@@ -10,13 +10,16 @@
 --- @include "cancel"
 --- @include "keep"
 --- @include "unique"
+--- @include "events"
+--- @include "ended"
 
 local function finish(P, ids, tokens, now)
   local codes, gone_ids, rows, records, seen = {}, {}, {}, {}, {}
+  local events = events_batch(P)
   for i, id in ipairs(ids) do
     local jk = P .. 'job:' .. id
     local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer',
-      'unique')
+      'unique', 'parent', 'wait', 'children')
     if not row[1] or seen[id] then
       codes[i] = 0
     elseif row[1] ~= 'active' or row[2] ~= tokens[i] then
@@ -31,6 +34,11 @@ local function finish(P, ids, tokens, now)
       rows[#rows + 1] = jk
       if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
       unique_release(P, id, row[8])
+      events_add(events, id, row[3], row[2])
+      if row[9] or row[10] or row[11] then  -- a waiter or a flow: its entry first, then what follows from it
+        emit_batch(P, 'completed', events, '')
+        ended(P, id, jk, 'completed', {row[9], row[10], row[11]})
+      end
       local claimed = tonumber(row[6] or now)
       records[#records + 1] = id
       -- id (the field), state and duration (finished - claimed) are implied.
@@ -39,6 +47,7 @@ local function finish(P, ids, tokens, now)
         claimed = claimed, finished = now, consumer = row[7] or ''})
     end
   end
+  emit_batch(P, 'completed', events, '')
   in_chunks('ZREM', P .. 'active', gone_ids, 1000)
   in_chunks('DEL', false, rows, 1000)
   keep_completed(P, records, now)

@@ -19,6 +19,8 @@ def snapshot(client, q, *, jobs_only: bool = False) -> dict:
             out[key] = ("list", client.lrange(key, 0, -1))
         elif kind == "set":
             out[key] = ("set", sorted(client.smembers(key)))
+        elif kind == "stream":  # the event stream (emq:{q}:events): every entry, ids included
+            out[key] = ("stream", client.xrange(key))
         else:
             out[key] = (kind, client.dump(key))
     return out

@@ -97,3 +97,36 @@ def test_issue_21_arguments_are_refused_before_asking_valkey(q, r, call):
     with pytest.raises(ArgumentError):
         call(q)
     assert commands(r) == 0
+
+
+# --- issue 22: events, progress, wait, flows ----------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda q: q.events("soon"),
+    lambda q: q.events("0", count=0),
+    lambda q: q.events("0", count=MAX_BATCH + 1),
+    lambda q: q.events("0", block_ms=-1),
+    lambda q: q.events("0", block_ms=1.5),
+    lambda q: q.recent_events(0),
+    lambda q: q.recent_events(10, types=["done"]),
+    lambda q: q.recent_events(10, types="claimed"),
+    lambda q: q.recent_events(10, lane="PLR"),
+    lambda q: q.recent_events(10, job=ids.mint("GES")),
+    lambda q: q.set_events(-1),
+    lambda q: q.set_events(2.5),
+    lambda q: q.wait(JOB, 0),
+    lambda q: q.wait(JOB, float("nan")),
+    lambda q: q.wait("JOB", 1),
+    lambda q: q.progress(JOB, 1, float("nan")),
+    lambda q: q.progress(JOB, 1, "x" * 2000),
+    lambda q: q.progress(JOB, 1, {1, 2}),
+    lambda q: q.set_result(JOB, 1, "x" * 70_000),
+    lambda q: q.enqueue_flow(b"p", []),
+    lambda q: q.enqueue_flow(b"p", [b"a"], on_child_failure="maybe"),
+    lambda q: q.enqueue_flow({"payload": b"p", "job_id": JOB}, [{"payload": b"a", "job_id": JOB}]),
+    lambda q: q.enqueue_flow(b"p", [{"payload": b"a", "priority": 3}]),
+])
+def test_issue22_calls_refuse_bad_arguments_before_asking_valkey(q, r, call):
+    r.config_resetstat()
+    with pytest.raises(ArgumentError):
+        call(q)
+    assert commands(r) == 0

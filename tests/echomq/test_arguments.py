@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from echomq import ArgumentError, KindError, Queue, ids
-from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN
+from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN
 from echomq.schedules import tick_job_id
 from echomq.scripts import LIMITS, NAMES
 
@@ -40,6 +40,8 @@ def everything(client) -> dict:
             out[key] = client.lrange(key, 0, -1)
         elif kind == "set":
             out[key] = sorted(client.smembers(key))
+        elif kind == "stream":  # the event stream: every entry, ids included
+            out[key] = client.xrange(key)
         else:
             out[key] = client.get(key)
     return out
@@ -62,6 +64,11 @@ def bad_values(kind):
         return [(v, ArgumentError) for v in ["", "2", "yes", "true", "01", "-1"]]
     if kind == "op":
         return [(v, ArgumentError) for v in ["", "PAUSE", "drop", "limit "]]
+    if kind == "policy":
+        return [(v, ArgumentError) for v in ["", "FAIL", "ignore ", "skip", "1"]]
+    if kind in ("json", "json_text"):  # progress (1 KB) / result (MAX_TEXT) values
+        limit = MAX_PROGRESS if kind == "json" else MAX_TEXT
+        return [(v, ArgumentError) for v in ["", "{", "not json", "[1,", '"' + "x" * limit + '"']]
     if kind == "priority":  # a signed integer in [-100, 100]
         return [(v, ArgumentError) for v in ["", "abc", "nan", "1.5", "+1", "-0", "01", "-01", "101", "-101",
                                              "1e2", " 1", "--1", "1000", "-"]]
@@ -143,6 +150,11 @@ class World:
             "lane": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "limit", "2"], ["P", "lane", "op", (0, MAX_COUNT)]),
             "pause": ((q.k_meta,), [P, "1"], ["P", "flag"]),
             "counts": ((q.k_pending, q.k_active, q.k_schedule, q.k_dead, q.k_meta, q.k_lanes, q.k_ring), [P], ["P"]),
+            "progress": (fenced[0], fenced[1] + ['{"done":1}'], fenced[2] + ["json"]),
+            "result": (fenced[0], fenced[1] + ['{"sum":3}'], fenced[2] + ["json_text"]),
+            "wait": ((q.job_key(self.pending),), [P, self.pending], ["P", "id"]),
+            "enqueue_flow": ((q.job_key(new),), [P, new, b"parent", self.lane, "fail", ids.mint("JOB"), b"child", ""],
+                             ["P", "id", "any", "lane?", "policy", "id", "any", "lane?"]),
             "rate": ((q.k_meta,), [P, "2", "1000"], ["P", (0, MAX_COUNT), (0, MAX_MS)]),
             "lane_rate": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "2", "1000"],
                           ["P", "lane", (0, MAX_COUNT), (0, MAX_MS)]),

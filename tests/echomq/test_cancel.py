@@ -13,8 +13,8 @@ def q(any_server):
 
 
 def leftovers(q):
-    """Keys of the queue other than the settings, wake list and the chart's buckets."""
-    return {k for k in q.keys() if ":minute:" not in k} - {q.k_meta, q.k_wake}
+    """Keys of the queue other than the settings, wake list, event stream and the chart's buckets."""
+    return {k for k in q.keys() if ":minute:" not in k} - {q.k_meta, q.k_wake, q.k_events}
 
 
 @pytest.mark.parametrize("laned", [False, True])

@@ -178,6 +178,7 @@ def test_docs_protocol_lists_every_script_as_its_header_does():
         layout = headers.layout(name)
         assert re.findall(r"`([^`]+)`", keys) == [t.removeprefix("emq:{q}:") for _, t in layout["keys"]], name
         if "argv_repeated" in layout:
-            assert argv == f"{', '.join(layout['argv'])}, then ({', '.join(layout['argv_repeated'])}) pairs", name
+            group = {2: "pairs", 3: "triples"}[len(layout["argv_repeated"])]
+            assert argv == f"{', '.join(layout['argv'])}, then ({', '.join(layout['argv_repeated'])}) {group}", name
         else:
             assert [a.strip() for a in re.sub(r"\([^)]*\)", "", argv).split(",")] == layout["argv"], name

@@ -182,7 +182,7 @@ def test_a_cancelled_jobs_late_call_is_refused_and_it_is_gone(q, r, late):
     assert (counts["pending"], counts["active"], counts["scheduled"], counts["dead"]) == (0, 0, 0, 0)
     assert counts["completed"] == 0 and counts["cancelled"] == 1 and counts["lanes"] == 0
     assert q.find(jid) is None
-    assert {k for k in q.keys() if ":minute:" not in k} <= {q.k_meta, q.k_wake}  # nothing left behind
+    assert {k for k in q.keys() if ":minute:" not in k} <= {q.k_meta, q.k_wake, q.k_events}  # nothing left behind (the stream tells what happened)
 
 
 def test_a_stale_worker_cannot_complete_a_reclaimed_job_even_after_cancel(q, r):

@@ -68,7 +68,7 @@ def test_reaping_a_flat_lease_touches_no_lane(q, any_server):
     q.claim(lease_ms=60_000)
     any_server.zadd(q.k_active, {jid: 0})
     assert q.reap().returned == 1
-    assert q.keys() == sorted(q.prefix + k for k in ("job:" + jid, "meta", "pending", "wake"))
+    assert q.keys() == sorted(q.prefix + k for k in ("events", "job:" + jid, "meta", "pending", "wake"))
     assert any_server.zrange(q.k_pending, 0, -1) == [jid.encode()]
 
 

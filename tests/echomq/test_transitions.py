@@ -276,7 +276,7 @@ def test_remove_deletes_wherever_it_is(q, any_server):
     assert q.complete(b, job.attempts) is False
     assert q.remove(b) is None
     assert q.counts()["pending"] == 0 and q.counts()["active"] == 0 and q.lanes.ring() == []
-    assert set(q.keys()) <= {q.k_meta, q.k_wake}  # no row, set or lane left behind
+    assert set(q.keys()) <= {q.k_meta, q.k_wake, q.k_events}  # no row, set or lane left behind
 
 
 def test_remove_flat_jobs_in_every_state(q, any_server):
@@ -289,7 +289,7 @@ def test_remove_flat_jobs_in_every_state(q, any_server):
     assert q.remove(dead) == "dead"
     c = q.counts()
     assert (c["pending"], c["scheduled"], c["dead"]) == (0, 0, 0)
-    assert {k for k in q.keys() if ":minute:" not in k} <= {q.k_meta, q.k_wake}
+    assert {k for k in q.keys() if ":minute:" not in k} <= {q.k_meta, q.k_wake, q.k_events}
 
 
 @pytest.mark.parametrize("op", ["reap", "promote"])

@@ -136,7 +136,8 @@ def test_bad_unique_arguments_are_refused_and_nothing_is_written(q, kw):
 def test_a_unique_enqueue_writes_exactly_the_row_the_set_and_the_key(q, any_server):
     jid, _ = q.enqueue(b"x", unique_key="user:1", unique_ttl_ms=60_000, priority=2)
     state = snapshot(any_server, q)
-    assert set(state) == {q.job_key(jid), q.k_pending, q.k_wake, ukey(q)}
+    assert set(state) == {q.job_key(jid), q.k_pending, q.k_wake, ukey(q), q.k_events}
+    assert [(e.type, e.job) for e in q.events("0")] == [("enqueued", jid)]
     row = state[q.job_key(jid)][1]
     assert {k: v for k, v in row.items() if k != b"created"} == {
         b"state": b"pending", b"attempts": b"0", b"payload": b"x", b"priority": b"2", b"unique": b"user:1"}

@@ -11,7 +11,10 @@ Modes: ``effect`` (do the effect, optionally sleep), ``gate-before`` / ``gate-af
 ``cancellable`` (sleep ``--sleep-ms`` in 10 ms steps, stopping at ``job.check()``
 once the job is cancelled; the effect only after the whole sleep; a stop is
 recorded in ``stopped``), ``crash`` (a bug in the consumer's own code: the
-process must exit non-zero).
+process must exit non-zero), ``flow`` (a flow's jobs: a child leaves a result
+and, if its payload is ``kill`` and no process has yet, SIGKILLs its own
+process, its pid pushed on ``killed``; the parent records in ``parent-saw``
+how each child ended and pushes its id on ``parent-done``).
 """
 import argparse
 import logging
@@ -53,6 +56,16 @@ def main(argv=None):
     def handler(job):
         side.rpush("runs", job.id)
         side.rpush("holding", job.id)
+        if a.mode == "flow":
+            if job.payload == b"parent":
+                side.hset("parent-saw", mapping={k: v["state"] for k, v in job.children_results().items()})
+                side.rpush("parent-done", job.id)
+                return
+            job.set_result({"pid": os.getpid()})
+            if job.payload == b"kill" and side.set("kill-once", os.getpid(), nx=True):
+                side.rpush("killed", os.getpid())
+                os.kill(os.getpid(), signal.SIGKILL)
+            return
         if a.mode == "poison":
             os.kill(os.getpid(), signal.SIGKILL)
         if a.mode == "cancellable":

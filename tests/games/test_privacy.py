@@ -34,6 +34,9 @@ def everything_in_valkey(client) -> bytes:
             blob += list(client.smembers(key))
         elif kind == b"string":
             blob.append(client.get(key))
+        elif kind == b"stream":  # the queues' event streams (a live page's source)
+            for entry_id, fields in client.xrange(key):
+                blob += [entry_id, *fields.keys(), *fields.values()]
     return b"\n".join(blob)
 
 

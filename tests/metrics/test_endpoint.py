@@ -15,7 +15,8 @@ TOKEN = "s3cret-scrape-token"
 SITE = {"echomq_valkey_up", "echomq_queue_jobs", "echomq_queue_completed_total", "echomq_queue_dead_total",
         "echomq_queue_lease_expiries_reaped_total", "echomq_queue_lanes", "echomq_queue_paused",
         "echomq_queue_oldest_pending_age_seconds", "codemojex_guesses_submitted_total",
-        "codemojex_guesses_refused_total"}
+        "codemojex_guesses_refused_total", "echomq_events_length", "echomq_events_maxlen",
+        "echomq_events_added_total", "echomq_events_reader_lag_seconds"}
 RATE = {"echomq_queue_rate_limit_jobs", "echomq_queue_rate_limit_window_seconds", "echomq_queue_rate_window_claimed",
         "echomq_queue_rate_window_remaining_seconds"}  # only for queues with a rate limit
 Q = "mq.test"
@@ -80,6 +81,25 @@ def test_queue_figures_are_honest(client, valkey, token):
     assert value(found, "echomq_queue_paused", queue=Q) == 1
 
 
+def test_event_stream_figures_and_a_readers_lag(client, valkey, token):
+    q = Queue(Q, valkey)
+    q.set_events(500)
+    q.enqueue_many([b"x"] * 3)
+    list(q.events("0", reader="live"))  # a reader that has read everything so far
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert value(found, "echomq_events_length", queue=Q) == 3
+    assert value(found, "echomq_events_maxlen", queue=Q) == 500
+    assert value(found, "echomq_events_added_total", queue=Q) == 3
+    assert value(found, "echomq_events_reader_lag_seconds", queue=Q, reader="live") == 0
+    first = list(q.events("0"))[0].cursor
+    valkey.hset(q.prefix + "events:readers", "live", first)  # as if it had stopped at the first entry
+    last_ms = int(list(q.events("0"))[-1].id.split("-")[0])
+    valkey.xadd(q.k_events, {"type": "enqueued", "job": ids.mint("JOB"), "lane": "-", "attempt": 0, "data": ""},
+                id=f"{last_ms + 7_000}-0")  # an entry 7 s after the reader's position
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    assert 7 <= value(found, "echomq_events_reader_lag_seconds", queue=Q, reader="live") < 8
+
+
 def test_game_counters_count_submitted_and_refused_guesses(client, make_player, make_round, token, settings,
                                                           django_capture_on_commit_callbacks):
     settings.RATE_LIMITS = {**settings.RATE_LIMITS, "guess": "100/s"}  # four posts in a second are fine here
@@ -108,6 +128,7 @@ def test_the_endpoint_serves_only_documented_names(client, valkey, token, make_p
     from games.metrics import refused, submitted
 
     Queue(Q, valkey).enqueue(b"x")
+    list(Queue(Q, valkey).events("0", reader="dash"))  # a named reader: its lag is served
     submitted(), refused("closed")
     found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
     assert ours(found) == SITE and SITE <= documented()

@@ -1,6 +1,7 @@
 """Task functions for the tests, importable by a real ``run_tasks`` worker."""
 from __future__ import annotations
 
+import sys
 import time
 
 from django.tasks import task
@@ -64,3 +65,16 @@ def gated(marker: str) -> str:
     client = get_client()
     client.rpush(f"test:started:{marker}", "1")
     return "opened" if client.blpop([f"test:gate:{marker}"], timeout=30) else "timed out"
+
+
+@task
+def exits(marker: str) -> None:
+    """A library calling sys.exit() inside a task."""
+    get_client().incr(f"test:runs:{marker}")
+    sys.exit(3)
+
+
+@task
+def interrupted(marker: str) -> None:
+    get_client().incr(f"test:runs:{marker}")
+    raise KeyboardInterrupt

@@ -271,3 +271,69 @@ def test_run_tasks_refuses_bad_options_before_starting(argv, words):
 
     with pytest.raises((CommandError, InvalidTaskBackend), match=re.escape(words)):
         call_command("run_tasks", *argv)
+
+
+# --- issue 22: SystemExit / KeyboardInterrupt, waiting for a result -------------
+@pytest.mark.parametrize("fn, cls", [(jobs.exits, SystemExit), (jobs.interrupted, KeyboardInterrupt)])
+def test_system_exit_and_keyboard_interrupt_fail_the_task_once(valkey, fn, cls):
+    """As Django's own backends record it: FAILED, the class, its traceback
+    and finished_at; not run again (the job is dead-lettered with the error)."""
+    result = fn.enqueue("once")
+    assert run_pending("default", Runner(backend())) == ["dead"]
+    result.refresh()
+    assert (result.status, result.attempts) == (TaskResultStatus.FAILED, 1)
+    assert result.finished_at is not None and result.finished_at >= result.started_at
+    assert [e.exception_class for e in result.errors] == [cls]
+    assert result.errors[0].traceback.startswith("Traceback") and cls.__name__ in result.errors[0].traceback
+    assert int(valkey.get("test:runs:once")) == 1 and run_pending("default", Runner(backend())) == []
+    assert [d["id"] for d in get_queue("default").dead_jobs()] == [result.id]
+
+
+def test_wait_result_is_told_when_the_task_finishes(valkey):
+    import threading
+
+    result = jobs.add.enqueue(20, 22)
+    out = []
+    waiter = threading.Thread(target=lambda: out.append(backend().wait_result(result, timeout=30)))
+    waiter.start()
+    while waiter.is_alive() and not valkey.hget(f"emq:{{default}}:job:{result.id}", "wait"):
+        waiter.join(0.005)  # until it is registered
+    assert waiter.is_alive()
+    assert run_pending("default", Runner(backend())) == ["completed"]
+    waiter.join(30)
+    assert (out[0].status, out[0].return_value) == (TaskResultStatus.SUCCESSFUL, 42)
+    again = backend().wait_result(result.id, timeout=1)  # finished already: at once
+    assert again.status == TaskResultStatus.SUCCESSFUL
+
+
+def test_wait_result_times_out_and_refuses_bad_input(valkey):
+    result = jobs.add.enqueue(1, 1)
+    with pytest.raises(TimeoutError):
+        backend().wait_result(result, timeout=0.05)
+    with pytest.raises(TaskResultDoesNotExist):
+        backend().wait_result(ids.mint("JOB"), timeout=1)
+    from echomq import ArgumentError
+
+    for bad in (0, -1, float("nan"), "5"):
+        with pytest.raises(ArgumentError):
+            backend().wait_result(result, timeout=bad)
+
+
+def test_await_result_in_async_code(valkey):
+    import asyncio
+
+    result = jobs.always_fails.enqueue("awaited")
+
+    async def go():
+        waiting = asyncio.create_task(backend().await_result(result, timeout=30))
+        while not valkey.hget(f"emq:{{default}}:job:{result.id}", "wait"):
+            await asyncio.sleep(0.005)
+        await asyncio.to_thread(run_pending, "default", Runner(backend()))
+        q = get_queue("default")
+        valkey.zadd(q.k_schedule, {result.id: 0})  # its retry is due now
+        q.promote()
+        await asyncio.to_thread(run_pending, "default", Runner(backend()))
+        return await waiting
+
+    done = asyncio.run(go())
+    assert done.status == TaskResultStatus.FAILED and len(done.errors) == 2

@@ -109,3 +109,23 @@ def test_sigterm_lets_the_running_task_finish(valkey_server, valkey, tmp_path):
     result.refresh()
     assert (result.status, result.return_value, result.attempts) == (TaskResultStatus.SUCCESSFUL, "opened", 1)
     assert get_queue("default").counts()["completed"] == 1
+
+
+def test_a_task_calling_sys_exit_fails_once_and_the_worker_goes_on(valkey_server, valkey, tmp_path):
+    """A real run_tasks worker: the task is FAILED with SystemExit after one
+    run (not treated as a lost worker and run again), the worker keeps
+    serving, and wait_result hears of both without polling."""
+    from django.tasks import task_backends
+
+    backend = task_backends["default"]
+    proc = worker(valkey_server, tmp_path)
+    try:
+        exited = backend.wait_result(jobs.exits.enqueue("worker"), timeout=30)
+        after = backend.wait_result(jobs.add.enqueue(2, 3), timeout=30)
+    finally:
+        code = proc.terminate()
+    assert exited.status == TaskResultStatus.FAILED and exited.attempts == 1 and exited.finished_at
+    assert [e.exception_class for e in exited.errors] == [SystemExit]
+    assert int(valkey.get("test:runs:worker")) == 1
+    assert (after.status, after.return_value) == (TaskResultStatus.SUCCESSFUL, 5)
+    assert code == 0, proc.output()

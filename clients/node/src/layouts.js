@@ -26,6 +26,10 @@ export const LAYOUTS = {
   schedule_set: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'kind', 'spec', 'tz', 'payload', 'lane', 'priority', 'catch_up', 'next_ms'] },
   schedule_op: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'op', 'next_ms'] },
   schedule_fire: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'rev', 'expect', 'next_ms'], repeated: ['tick', 'id'] },
+  progress: { keys: ['job:<id>', 'active'], argv: ['P', 'id', 'token', 'value'] },
+  result: { keys: ['job:<id>', 'active'], argv: ['P', 'id', 'token', 'value'] },
+  wait: { keys: ['job:<id>'], argv: ['P', 'id'] },
+  enqueue_flow: { keys: ['job:<id>'], argv: ['P', 'id', 'payload', 'lane', 'on_child_failure'], repeated: ['child', 'child_payload', 'child_lane'] },
 };
 
 const text = (v) => (typeof v === 'number' || typeof v === 'bigint' ? String(v) : v);

@@ -1,5 +1,5 @@
 """complete: the holder of the lease finishes a job, fenced by its token."""
-from ..dsl import A, B, L1, MAX_TOKEN, World, call, case, key, now, refusals
+from ..dsl import A, B, C, L1, MAX_TOKEN, World, call, case, key, now, refusals
 
 
 def complete(job_id=A, token=1, **kw):
@@ -26,6 +26,19 @@ CASES = [
     case("token-at-bound", f"the largest token ({MAX_TOKEN}) holds like any other",
          World().active(A, token=MAX_TOKEN).meta(keep_completed=0),
          complete(token=MAX_TOKEN)),
+    case("waiters", "a job with waiters (wait 2): its final state is pushed on notify:<id> once per waiter, "
+         "kept 60 s", World().active(A, wait="2"), complete()),
+    case("flow-child", "a flow's child: its record in flow:<parent> reads completed with its result; the parent's "
+         "children_left drops; the parent still waits for the other", World()
+         .flow(C, {A: '{"state":"pending"}', B: '{"state":"pending"}'}).active(A, parent=C, result='{"n":1}')
+         .active(B, parent=C), complete()),
+    case("flow-last-child", "the last child of a flow: the parent is admitted (pending, out of waiting, an "
+         "admitted entry after the child's completed entry)", World()
+         .flow(C, {A: '{"state":"pending"}', B: '{"state":"completed","result":null}'}).active(A, parent=C),
+         complete()),
+    case("flow-parent", "a flow's parent completes: its children's record goes", World()
+         .active(C, children="1", children_left="0", policy="fail")
+         .raw(key("flow:" + C), {"hash": {A: '{"state":"completed","result":null}'}}), complete(job_id=C)),
     case("gone", "no row (completed, removed or cancelled before): answers 0 and nothing changes",
          World().active(B), complete()),
     case("stale-lower", "a token below the row's attempts (re-claimed by another): EMQSTALE, nothing changes",

@@ -1,5 +1,5 @@
 """remove: delete a job wherever it is; answers the state it was in."""
-from ..dsl import A, B, L1, World, call, case, refusals
+from ..dsl import A, B, C, L1, World, call, case, refusals
 
 
 def remove(job_id=A, **kw):
@@ -9,6 +9,10 @@ def remove(job_id=A, **kw):
 CASES = [
     case("pending", "a flat pending job: row and pending entry go; answers 'pending'", World().pending(A).wake(),
          remove()),
+    case("flow-parent", "a waiting flow parent: out of waiting, its children's record goes (the children run "
+         "on); answers 'waiting'", World().flow(A, {B: '{"state":"pending"}'}).pending(B, parent=A).wake(), remove()),
+    case("flow-child", "a flow child removed counts as a failure: under fail its parent goes to dead naming it",
+         World().flow(C, {A: '{"state":"pending"}'}).pending(A, parent=C).wake(), remove()),
     case("pending-lane", "a laned pending job: out of its lane; a lane left empty leaves the ring and is forgotten",
          World().pending(A, lane=L1).wake(), remove()),
     case("pending-lane-keeps", "a lane that keeps other ready jobs stays on the ring",

@@ -1,5 +1,5 @@
 """retry: the holder failed the job; schedule it again, or dead-letter it at max_attempts."""
-from ..dsl import A, B, L1, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN, World, call, case, now, refusals
+from ..dsl import A, B, C, L1, MAX_COUNT, MAX_MS, MAX_TEXT, MAX_TOKEN, World, call, case, now, refusals
 
 
 def retry(job_id=A, token=1, delay_ms=5000, max_attempts=3, error="boom", **kw):
@@ -13,6 +13,15 @@ CASES = [
          retry(delay_ms=0)),
     case("dead-at-max", "attempts reaching max_attempts: row dead with died = now and last_error; dead scores it "
          "now; dead counted in meta and this minute; answers 'dead'", World().active(A, token=3), retry(token=3)),
+    case("dead-waiter", "a job with a waiter dies: 'dead' is pushed on notify:<id>, kept 60 s; the row's wait "
+         "count goes", World().active(A, token=3, wait="1"), retry(token=3)),
+    case("flow-child-dead-fail", "a flow child dies under on_child_failure fail: its record reads dead with its "
+         "error; the parent goes to dead naming it (a dead entry with data child), its children's record kept "
+         "as long as a dead row", World().flow(C, {A: '{"state":"pending"}', B: '{"state":"pending"}'})
+         .active(A, token=3, parent=C).active(B, parent=C), retry(token=3)),
+    case("flow-child-dead-ignore", "under ignore the dead child counts as ended: the last one admits the parent",
+         World().flow(C, {A: '{"state":"pending"}', B: '{"state":"completed","result":null}'}, policy="ignore")
+         .active(A, token=3, parent=C), retry(token=3)),
     case("base-not-counted", "attempts below base (released or requeued claims) do not count: 3 attempts, base 2, "
          "max 2 is scheduled", World().active(A, token=3, base=2), retry(token=3, max_attempts=2)),
     case("lane", "a laned job releases its lane (active count down); the lane with ready jobs stays on the ring",

@@ -13,6 +13,7 @@ import re
 from datetime import datetime, timezone
 
 from echomq import Queue, ids, keyspace
+from echomq import events as emq_events
 from echomq.errors import InvalidName
 from echomq.sharded import ShardedQueue, shard_names
 
@@ -256,7 +257,7 @@ def shard_rows(queue) -> list[dict]:
 
 # Row fields shown first on the job page, in this order, with what they mean.
 JOB_FIELDS = (
-    ("state", "pending, active, scheduled or dead"),
+    ("state", "pending, active, scheduled, dead, or waiting (a flow's parent)"),
     ("attempts", "claims so far; the current fencing token"),
     ("base", "attempts when it was last requeued from dead"),
     ("lane", "the fair lane it waits on"),
@@ -273,6 +274,7 @@ def job_page(queue: Queue, job_id: str) -> dict | None:
     now = queue.server_time_ms()
     payload = row.pop("payload", b"")
     row.pop("id", None)
+    story = job_story(queue, job_id, row, now)  # takes progress and the flow's fields off the row
     fields = [(name, row.pop(name), help) for name, help in JOB_FIELDS if name in row]
     times = [(name, ms_to_dt(row[name]), relative(row.pop(name), now))
              for name in TIME_FIELDS if isinstance(row.get(name), int)]
@@ -286,6 +288,7 @@ def job_page(queue: Queue, job_id: str) -> dict | None:
         "fields": fields, "times": times, "extra": extra,
         "minted": ms_to_dt(ids.minted_at_ms(job_id)),
         "payload": decode_payload(payload), "raw_payload": payload, "lane": lane, "now": ms_to_dt(now),
+        **story,
     }
 
 
@@ -322,3 +325,77 @@ def completed_record(record: dict, now_ms: int) -> dict:
 def recent_completed(queue: Queue, limit: int) -> list[dict]:
     now = queue.server_time_ms()
     return [completed_record(r, now) for r in queue.completed_jobs(limit)]
+
+
+# -- events, progress, flows (issue 22) -----------------------------------------
+EVENT_PAGE = 50   # events the tail page shows
+TAIL_READ = 1000  # events one poll of the live tail reads at most (the filters apply after)
+
+
+def event_rows(events, now_ms: int) -> list[dict]:
+    """Events as template rows: their fields, ``at`` (a datetime) and ``rel`` (words)."""
+    rows = []
+    for e in events:
+        row = e.as_dict()
+        row["at"], row["rel"] = ms_to_dt(e.at_ms), relative(e.at_ms, now_ms)
+        row["data_text"] = json.dumps(e.data, ensure_ascii=False, sort_keys=True) if e.data else ""
+        rows.append(row)
+    return rows
+
+
+def end_cursor(queue) -> str:
+    """Where a tail that starts now begins: the newest entry of each stream."""
+    if hasattr(queue, "shards"):
+        return ",".join(emq_events.last_id(s) for s in queue.shards)
+    return emq_events.last_id(queue)
+
+
+def events_page(queue, *, types=(), lane=None, job=None, limit: int = EVENT_PAGE) -> dict:
+    """The newest ``limit`` events that match, the stream's figures, and the
+    cursor a live tail goes on from. The matches are found by a scan back
+    through the stream (at most its cap), so a rare filter costs a full read."""
+    now = queue.server_time_ms()
+    cursor = end_cursor(queue)
+    events = queue.recent_events(limit, types=list(types), lane=lane, job=job)
+    stats = queue.event_stats()
+    return {"events": event_rows(events, now), "cursor": cursor, "stats": stats, "now": ms_to_dt(now),
+            "types": emq_events.TYPES, "chosen": list(types), "lane_filter": lane or "", "job_filter": job or "",
+            "limit": limit}
+
+
+def events_since(queue, after: str, *, types=(), lane=None, job=None, limit: int = EVENT_PAGE) -> dict:
+    """What the live tail adds: the matching events after ``after`` (at most
+    TAIL_READ read, the newest ``limit`` kept), newest first, and the cursor
+    to ask from next time (past every event read, matching or not)."""
+    keep = emq_events.matcher(types, lane, job)
+    now = queue.server_time_ms()
+    found, cursor = [], after
+    for n, event in enumerate(queue.events(after, count=200)):
+        cursor = event.cursor
+        if keep(event):
+            found.append(event)
+        if n + 1 >= TAIL_READ:
+            break
+    rows = event_rows(found[-limit:][::-1], now)
+    for row in rows:
+        row["at"] = row["at"].isoformat()
+    return {"events": rows, "cursor": cursor}
+
+
+def job_story(queue, job_id: str, row: dict | None, now_ms: int) -> dict:
+    """What the job page shows beside the row: its history from the event
+    stream, its last progress, and its flow (its parent, or its children with
+    how each ended). Takes those fields off ``row``."""
+    row = row if row is not None else {}
+    story = {"history": event_rows(queue.event_history(job_id), now_ms), "has_progress": "progress" in row,
+             "progress": json.dumps(row.pop("progress", None), ensure_ascii=False, indent=2),
+             "parent": row.pop("parent", None), "children": [], "flow": None}
+    row.pop("result", None)
+    if "children" in row:
+        story["flow"] = {"children": row.pop("children"), "left": row.pop("children_left", 0),
+                         "policy": row.pop("policy", "")}
+        story["children"] = [{"id": cid, **info} for cid, info in queue.children_results(job_id).items()]
+        for child in story["children"]:
+            child["detail"] = json.dumps(child.get("result") if child["state"] == "completed" else
+                                         child.get("error"), ensure_ascii=False)
+    return story

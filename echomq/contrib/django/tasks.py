@@ -36,6 +36,12 @@ worker's (``LEASE_MS`` / ``--lease-ms``).
 A task can also run on a schedule: ``ECHOMQ["SCHEDULES"]`` (see
 :mod:`.schedules`) names it, and ``run_tasks`` / ``run_reaper`` create the
 schedule at startup; each tick is a job carrying :func:`task_payload`.
+
+``backend.wait_result(result, timeout)`` (``await backend.await_result(...)``
+in async code) answers the finished result as soon as the task's job ends,
+told by the queue rather than by polling; ``TimeoutError`` at the deadline.
+A task that raises ``SystemExit`` or ``KeyboardInterrupt`` runs once and is
+FAILED with that exception, its traceback and ``finished_at``.
 """
 from __future__ import annotations
 
@@ -49,6 +55,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from inspect import signature
 
+from asgiref.sync import sync_to_async
 from django.core import checks
 from django.db import close_old_connections, connections
 from django.tasks import TaskContext, TaskResult, TaskResultStatus
@@ -60,7 +67,8 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
-from echomq import Queue, Retry, ids, keyspace, scripts
+from echomq import JobNotFound, Queue, Retry, ids, keyspace, scripts
+from echomq.checks import check_seconds
 from echomq.errors import InvalidName
 
 from . import get_client
@@ -252,6 +260,30 @@ class EchoMQBackend(BaseTaskBackend):
                 return self._result(task, result_id, record)
         raise TaskResultDoesNotExist(result_id)
 
+    # --- issue 22: waiting for a result ------------------------------------------
+    def wait_result(self, result, timeout: float) -> TaskResult:
+        """The result of ``result`` (a TaskResult or its id) once it has
+        finished, SUCCESSFUL or FAILED, waiting at most ``timeout`` seconds.
+        The queue tells the waiter when the task's job ends (``Queue.wait``):
+        nothing polls. TimeoutError at the deadline; TaskResultDoesNotExist
+        for an unknown id. A job cancelled or removed before it ran leaves
+        its result unfinished: it is answered as it is."""
+        result_id = result.id if isinstance(result, TaskResult) else result
+        check_seconds(timeout, "timeout")
+        current = self.get_result(result_id)
+        if current.is_finished:
+            return current
+        try:
+            self.queue(current.task.queue_name).wait(result_id, timeout)
+        except JobNotFound:
+            pass  # neither row nor record: the result says what is known
+        return self.get_result(result_id)
+
+    async def await_result(self, result, timeout: float) -> TaskResult:
+        """:meth:`wait_result` for async code (in a thread of its own, so the
+        event loop goes on meanwhile)."""
+        return await sync_to_async(self.wait_result, thread_sensitive=False)(result, timeout)
+
     @staticmethod
     def _reaped(record: dict, last_error: str) -> dict:
         """A job dead-lettered by the reaper never had its result written."""
@@ -325,6 +357,12 @@ class Runner:
             returned = json_exact(value, "the return value")
         except Exception as exc:  # the task's failure is data: recorded, then retried
             self._failed(job, key, current, int(base), exc, task, result)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # A library's sys.exit() (or an interrupt raised by the task's own
+            # code: a real Ctrl-C goes to the worker's signal handler): the
+            # task ran once and failed, recorded as Django's backends do, not
+            # run again. The worker goes on with its other jobs.
+            self._failed(job, key, current, int(base), exc, task, result, final=True)
         finally:
             tidy_connections()
         finished = timezone.now()
@@ -335,11 +373,15 @@ class Runner:
         object.__setattr__(result, "_return_value", json.loads(returned))
         task_finished.send(type(backend), task_result=result)
 
-    def _failed(self, job, key, record, base, exc, task=None, result=None):
-        """Record the error; FAILED on the last attempt, else READY again. Raises Retry."""
+    def _failed(self, job, key, record, base, exc, task=None, result=None, final=False):
+        """Record the error; FAILED on the last attempt (or when ``final``),
+        else READY again. Raises Retry (with one attempt left when final, so
+        the job is dead-lettered with the error)."""
         max_attempts, backoff_ms = self.backend.options_for(task)
         errors = json.loads(record.get("errors") or "[]")
-        final = job.attempts - base >= max_attempts
+        final = final or job.attempts - base >= max_attempts
+        if final:
+            max_attempts = min(max_attempts, max(1, job.attempts - base))
         path = f"{type(exc).__module__}.{type(exc).__qualname__}"
         text = "".join(traceback.format_exception(exc))
         errors.append({"exception_class_path": path, "traceback": text})
@@ -352,6 +394,7 @@ class Runner:
             object.__setattr__(result, "status", status)
             object.__setattr__(result, "errors", [TaskError(**e) for e in errors])
             if final:
+                object.__setattr__(result, "finished_at", _when(fields[-1]))
                 task_finished.send(type(self.backend), task_result=result)
         from echomq.consumer import exponential_backoff
 

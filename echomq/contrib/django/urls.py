@@ -17,6 +17,7 @@ urlpatterns = [
     path("<str:queue>/pause/", views.pause, name="pause"),
     path("<str:queue>/resume/", views.resume, name="resume"),
     path("<str:queue>/find/", views.find_job, name="find"),
+    path("<str:queue>/events/", views.events, name="events"),
     path("<str:queue>/dead/", views.dead_bulk, name="dead_bulk"),
     path("<str:queue>/lanes/<str:lane>/", views.lane_detail, name="lane"),
     path("<str:queue>/schedules/<str:name>/pause/", views.schedule_pause, name="schedule_pause"),

@@ -1,5 +1,6 @@
 """The queue pages of the admin: overview (with search), one queue, one
-lane, one job, and the actions (pause/resume, requeue/remove).
+lane, one job (with its history, progress and flow), the live tail of a
+queue's events, and the actions (pause/resume, requeue/remove).
 
 Who may do what is two named permissions (see :mod:`.models`): every page
 needs ``echomq.view_queues``; every action, and the confirmation page that
@@ -20,14 +21,15 @@ import logging
 
 import echomq
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from echomq import Queue, ids, keyspace
-from echomq.errors import InvalidName, JobNotFound, KindError, WrongState
+from echomq import events as emq_events
+from echomq.errors import ArgumentError, EventsLost, InvalidName, JobNotFound, KindError, WrongState
 
 from . import audit, dashboard, get_client, get_queue, resolvers
 from .models import OPERATE, VIEW
@@ -294,15 +296,48 @@ def job_detail(request, queue, job_id):
             raise PageError(404, "No such job",
                             f"Queue {q.name!r} has no job {jid}: it was removed or cancelled, completed "
                             "longer ago than the queue keeps records, or never existed.", q.name)
+        now = q.server_time_ms()
         return _render(request, "echomq/admin/job_gone.html", _context(
             request, f"Job {jid}", queue_name=q.name, job_id=jid, about=about,
-            record=dashboard.completed_record(record, q.server_time_ms()) if record else None,
-            minted=dashboard.ms_to_dt(ids.minted_at_ms(jid))))
+            record=dashboard.completed_record(record, now) if record else None,
+            minted=dashboard.ms_to_dt(ids.minted_at_ms(jid)),
+            job=dashboard.job_story(q, jid, None, now)))
     about = _about(q.name, jid, data["raw_payload"], request.user)
     if data.get("lane"):
         _label_lanes(q.name, request.user, [data["lane"]])
     return _render(request, "echomq/admin/job.html", _context(
         request, f"Job {jid}", queue_name=q.name, job=data, about=about))
+
+
+@staff_page(["GET", "HEAD"])
+def events(request, queue):
+    """The queue's events, newest first, filtered by type, lane and job; the
+    page follows new ones live (``?after=<cursor>&format=json`` answers what
+    came since, as JSON, for the page's script)."""
+    q = _queue(queue)
+    types = request.GET.getlist("type")
+    unknown = [t for t in types if t not in emq_events.TYPES]
+    if unknown:
+        raise PageError(400, "Unknown event type", f"{unknown[0][:40]!r} is not an event type; the types are "
+                                                   f"{', '.join(emq_events.TYPES)}.", q.name)
+    lane = _lane(request.GET["lane"], q.name) if request.GET.get("lane") else None
+    job = _job_id(request.GET["job"], q.name) if request.GET.get("job") else None
+    limit = _number(request, "limit", dashboard.EVENT_PAGE, MAX_LIMIT)
+    if request.GET.get("format") == "json":
+        after = request.GET.get("after") or "$"
+        try:
+            data = dashboard.events_since(q, after, types=types, lane=lane, job=job, limit=limit)
+        except EventsLost as exc:
+            return JsonResponse({"error": str(exc), "cursor": None}, status=410)
+        except ArgumentError:
+            raise PageError(400, "Bad cursor", f"after must be a cursor this page gave, not {after[:80]!r}.",
+                            q.name) from None
+        for row in data["events"]:
+            row["url"] = job_url(q.name, row["job"])
+        return JsonResponse(data)
+    data = dashboard.events_page(q, types=types, lane=lane, job=job, limit=limit)
+    return _render(request, "echomq/admin/events.html", _context(
+        request, f"Events of {q.name}", queue_name=q.name, **data))
 
 
 @staff_page(["GET", "HEAD"])
