@@ -107,7 +107,7 @@ class RoundScheduleForm(forms.ModelForm):
         labels = {"minutes": "Round length (minutes)", "prize_pool": "Starting pool", "cron": "Cron line"}
         help_texts = {
             "when_open": "At a tick while the last round this schedule opened is still open: <b>skip the tick</b> "
-                         "(one round of this schedule at a time; the first tick after it ends opens the next) or "
+                         "(one round of this schedule at a time; the first tick once it has ended opens the next) or "
                          "<b>open alongside</b> (every tick opens a round, whatever is still open).",
             "cron": "Five fields: minute hour day-of-month month day-of-week, e.g. <code>*/15 * * * *</code> or "
                     "<code>0 20 * * 1-5</code> (or @hourly, @daily…), in the time zone below.",

@@ -2,7 +2,9 @@
 fire one schedule's ticks while ``run_tasks`` opens the rounds, one reaper
 is SIGKILLed and started again between ticks, and every tick from the first
 to the last opened exactly one round. Then Valkey is flushed under a running
-reaper: the mirror comes back and the ticks go on, none opened twice."""
+reaper: the mirrors come back and the ticks go on, none opened twice; a
+paused schedule, and then a deleted one, opens nothing while another keeps
+ticking."""
 import pytest
 
 from echomq import ids
@@ -77,20 +79,57 @@ def test_two_reapers_and_a_restart_open_exactly_one_round_per_tick(valkey_server
     assert "reaper started" in reapers[0].output() and reapers[0].starts == 2
 
 
-def test_the_mirror_heals_after_a_flushall_and_the_ticks_go_on(valkey_server, valkey, emoji_set, tmp_path):
+def test_the_mirror_heals_after_a_flushall_and_a_paused_or_deleted_schedule_opens_nothing(
+        valkey_server, valkey, emoji_set, tmp_path):
+    """A second schedule, left alone, is the clock: while it opens rounds,
+    the paused (then deleted) one opens none."""
     s = RoundSchedule.objects.create(name="Flushed", emoji_set=emoji_set, every_seconds=1, minutes=30,
                                      when_open="alongside")
+    clock = RoundSchedule.objects.create(name="Clock", emoji_set=emoji_set, every_seconds=1, minutes=30,
+                                         when_open="alongside")
     worker, reapers = start(valkey_server.url, tmp_path, 1)
+    server_ms = lambda: int(valkey.time()[0]) * 1000 + int(valkey.time()[1]) // 1000  # noqa: E731
+    ticked = lambda: len(ticks_opened(clock))  # noqa: E731
+
+    def after(schedule, since_ms):
+        return sum(t > since_ms for t in ticks_opened(schedule))
+
     try:
-        count = lambda: len(ticks_opened(s))  # noqa: E731
-        wait_for_progress(lambda: count() >= 2, count, stall_s=30, cap_s=90, what="rounds before the flush")
-        valkey.flushall()  # the mirror, the queue, the results: all gone
-        flushed_at = int(valkey.time()[0]) * 1000
-        wait_for(lambda: mirror(s) is not None, timeout=10, what="the mirror made again")
-        after = lambda: sum(t > flushed_at for t in ticks_opened(s))  # noqa: E731
-        wait_for_progress(lambda: after() >= 2, after, stall_s=30, cap_s=60, what="rounds after the flush")
+        wait_for_progress(lambda: len(ticks_opened(s)) >= 2, ticked, stall_s=30, cap_s=90,
+                          what="rounds before the flush")
+        valkey.flushall()  # the mirrors, the queue, the results: all gone
+        flushed_at = server_ms()
+        wait_for(lambda: mirror(s) is not None and mirror(clock) is not None, timeout=10,
+                 what="the mirrors made again")
+        wait_for_progress(lambda: after(s, flushed_at) >= 2, ticked, stall_s=30, cap_s=60,
+                          what="rounds after the flush")
+
+        s.active = False
+        s.save()  # autocommit: the mirror is paused at once
+        paused_at = server_ms()
+        assert mirror(s)["paused"]
+        n = ticked()
+        wait_for_progress(lambda: ticked() >= n + 3, ticked, stall_s=30, cap_s=60, what="three ticks while paused")
+        assert after(s, paused_at) == 0
+
+        RoundSchedule.objects.filter(pk=s.pk).update(active=True)  # behind the mirror's back: the reaper resumes it
+        wait_for(lambda: not mirror(s)["paused"], timeout=10, what="the reaper to resume the mirror")
+        resumed_at = server_ms()
+        wait_for_progress(lambda: after(s, resumed_at) >= 1, ticked, stall_s=30, cap_s=60, what="a round again")
+
+        name = s.mirror_name
+        s.delete()
+        deleted_at = server_ms()
+        assert name not in {r["name"] for r in get_queue(QUEUE).schedules()}
+        n = ticked()
+        wait_for_progress(lambda: ticked() >= n + 3, ticked, stall_s=30, cap_s=60, what="three ticks after delete")
+        assert sum(t > deleted_at for t in (ids.minted_at_ms(j) for j in Round.objects.filter(
+            title="Flushed").values_list("schedule_job", flat=True))) == 0
+        assert Round.objects.filter(title="Flushed", schedule=None).exists()  # its rounds stay, unlinked
     finally:
         stop(reapers[0], worker)
-    ticks = ticks_opened(s)
-    assert len(ticks) == len(set(ticks)) and all(t % 1000 == 0 for t in ticks)  # on the grid, none twice
+    for schedule in (clock,):
+        ticks = ticks_opened(schedule)
+        assert len(ticks) == len(set(ticks)) and all(t % 1000 == 0 for t in ticks)  # on the grid, none twice
     assert "mirror created on cm.tasks (it was missing)" in reapers[0].output()
+    assert "mirror resumed on cm.tasks" in reapers[0].output()
