@@ -19,14 +19,14 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from games.models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, Player, Round, RoundEntry,
-                          Wallet)
+                          RoundSchedule, Wallet)
 
 pytestmark = pytest.mark.django_db
 
 BUDGET = 40  # hypothesis examples per form
 FORM = "application/x-www-form-urlencoded"
 MODELS = [get_user_model(), Player, Wallet, LedgerEntry, Round, Guess, Lock, RoundEntry, Notification, EmojiSet, AdminGrant,
-          LogEntry]
+          LogEntry, RoundSchedule]
 KEYBOARD = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊", "🐻", "🐼", "🐨", "🐯", "🦁", "🐮"]
 
 # Values no field here may accept: emoji look-alikes of keyboard keys (ZWJ,
@@ -367,6 +367,35 @@ def test_fuzz_admin_forms(rnd, staff, player, valkey):
             if field == "amount":
                 form["note"] = "n" * 65  # over the note's 64: refused whatever the amount parses to
             check(c, "/admin/games/player/", raw(form), before, valkey, admin=True)
+
+    run()
+
+
+SCHEDULE_FIELDS = ["name", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool", "minutes",
+                   "cron", "every_minutes", "tz", "when_open"]
+
+
+@pytest.mark.parametrize("field", SCHEDULE_FIELDS)
+def test_fuzz_round_schedule_form(rnd, staff, valkey, field):
+    """Any value in any field of the schedule form is a form error (the cron
+    line and time zone judged by EchoMQ's grid), never a 500 or a write."""
+    c, before = strict_client(staff), snapshot(valkey)
+    es = rnd.emoji_set
+
+    @hsettings(max_examples=BUDGET // 4, deadline=None, derandomize=True, database=None,
+               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(data=st.data())
+    def run(data):
+        # A keyboard larger than the set (or, when the keyboard is drawn, a round
+        # of 0 minutes) keeps the form refused; every other field is still judged.
+        form = {"name": "Fuzzed", "active": "on", "emoji_set": es.pk, "keyboard_size": "500", "kind": "classic",
+                "currency": "keys", "guess_price": "1", "prize_pool": "0", "minutes": "30", "cron": "0 * * * *",
+                "every_minutes": "", "tz": "Europe/Paris", "when_open": "skip", field: data.draw(hostile)}
+        if field == "keyboard_size":
+            form["minutes"] = "0"
+        if field == "cron" and data.draw(st.booleans()):  # five fields, so EchoMQ's grid judges it
+            form["cron"] = f"{_seen_as(form['cron'])} * * * *"
+        check(c, "/admin/games/roundschedule/add/", raw(form), before, valkey, admin=True)
 
     run()
 

@@ -1,6 +1,8 @@
 """The maintenance loop: reap expired leases, promote due jobs, fire the
-schedules (those of ECHOMQ["SCHEDULES"] are created at startup), relay
-unsent guesses, and ask to settle rounds that are due."""
+schedules (those of ECHOMQ["SCHEDULES"] are created at startup), keep the
+round schedules' EchoMQ mirrors true (at start, then every few seconds:
+a Valkey that lost its data gets them back), relay unsent guesses, and ask
+to settle rounds that are due."""
 import logging
 import time
 from datetime import timedelta
@@ -12,7 +14,7 @@ from django.db import close_old_connections
 from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
 from echomq.contrib.django.schedules import declared_queues, install
-from games import guesses, leaderboard, settlement, tasks
+from games import guesses, leaderboard, schedules, settlement, tasks
 from games.management.runner import add_metrics_argument, describe_db
 
 log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
@@ -47,6 +49,8 @@ class Command(BaseCommand):
         add_metrics_argument(parser)
         parser.add_argument("--heal-every-s", type=float, default=1.0,
                             help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
+        parser.add_argument("--schedules-every-s", type=float, default=5.0,
+                            help="re-mirror the round schedules into EchoMQ (missing, changed, paused, deleted)")
         health.add_arguments(parser)
 
     def handle(self, *args, **o):
@@ -61,7 +65,11 @@ class Command(BaseCommand):
         def heal_boards():
             return leaderboard.heal()
 
-        periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
+        def mirror_round_schedules():
+            return schedules.sync_all()
+
+        periodic = [Every(mirror_round_schedules, o["schedules_every_s"]),  # first: on the first pass
+                    Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
         try:
