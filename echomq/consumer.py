@@ -809,7 +809,8 @@ class Consumer:
         cancelled) marks the job lost: no more extends for it, and the
         handler sees ``job.cancelled`` (its result would be refused)."""
         with self._cond:
-            held = [j for j in self._in_hand.values() if j.id not in self._lost and j.id not in self._finished]
+            # finished jobs too: their acks may wait for the next cycle, and the lease must hold till then
+            held = [j for j in self._in_hand.values() if j.id not in self._lost]
         if not held:
             return
         replies = self.queue.extend_many([(j.id, j.attempts) for j in held], lease_ms=self.lease_ms)
