@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
-from games.sessions import identity_key
+from games.sessions import identity_key, make_identity
 
 pytestmark = pytest.mark.django_db
 
@@ -31,10 +31,10 @@ def test_a_signed_in_request_reads_session_and_user_in_one_round_trip(play, valk
 def test_an_identity_naming_another_user_is_not_used(play, player, make_player):
     play.get("/wallet/")
     other = make_player("mallory")
-    cache.set(identity_key(session_key(play)), (other.user, other), 60)  # a corrupted or forged entry
+    cache.set(identity_key(session_key(play)), make_identity(other.user, other), 60)  # a corrupted or forged entry
     html = play.get("/wallet/").content.decode()
     assert player.user.username in html and "mallory" not in html
-    assert cache.get(identity_key(session_key(play)))[0].pk == player.user.pk  # mended by the real lookup
+    assert cache.get(identity_key(session_key(play)))["user"]["id"] == player.user.pk  # mended by the real lookup
 
 
 def test_deactivating_a_user_ends_their_signed_in_sessions_at_once(client, player):
@@ -76,3 +76,4 @@ def test_with_valkey_down_a_signed_in_page_still_works(play, valkey):
     play.get("/wallet/")
     emq_django.reset_client("redis://127.0.0.1:1/0")  # nothing listens there: the cache is a miss
     assert play.get("/wallet/").status_code == 200
+

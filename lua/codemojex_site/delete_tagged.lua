@@ -1,0 +1,25 @@
+--[[ delete_tagged: delete every key filed under a tag, and the tag, at once.
+
+KEYS[1] tag      a set of the full names of the keys filed under it
+(no ARGV)
+
+One script, so nothing is filed under the tag between reading its members
+and deleting them: a key written just before is deleted, one written just
+after is filed under a new tag, where the next call finds it. The members
+share the tag's slot (the cache prefix's hash tag), as a cluster requires.
+
+Reply: how many of the filed keys were there and are deleted now.
+Errors: EMQARG for a bad argument (nothing deleted).
+]]
+--- @include "args"
+
+arg_count(0)
+if #KEYS ~= 1 then arg_fail('KEYS', 'want the tag alone') end
+
+local members = redis.call('SMEMBERS', KEYS[1])
+local deleted = 0
+for i = 1, #members, 1000 do  -- unpack() has a limit on how many values it spreads
+  deleted = deleted + redis.call('DEL', unpack(members, i, math.min(i + 999, #members)))
+end
+redis.call('DEL', KEYS[1])
+return deleted
