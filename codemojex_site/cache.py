@@ -196,8 +196,9 @@ class ValkeyCache(RedisCache):
         sent in the same pipeline: one round trip for all. Each ride that
         went out is marked ``sent`` with its ``reply`` or (typed) ``error``;
         one the server answered NOSCRIPT is left unsent, for its view to
-        send itself. Rides go out only where the queues' keys are too: the
-        cache on the EchoMQ Valkey (no LOCATION of its own), not a cluster."""
+        send itself, and its script is loaded for the next time. Rides go
+        out only where the queues' keys are too: the cache on the EchoMQ
+        Valkey (no LOCATION of its own), not a cluster."""
         if not rides or (self._servers and self._servers[0]):
             return self.get_many(keys, version)
         try:
@@ -211,6 +212,11 @@ class ValkeyCache(RedisCache):
             return {}
         for ride, reply in zip(rides, replies[1:]):
             if isinstance(reply, redis.exceptions.NoScriptError):
+                if ride.script is not None:  # (a restarted server) for the next ride; this one the view sends
+                    try:
+                        wrapper.get_client(None).script_load(ride.script.source)
+                    except DOWN as exc:
+                        self._down(exc)
                 continue
             ride.sent = True
             if isinstance(reply, Exception):

@@ -29,7 +29,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 
-from . import rides, scripts
+from . import rides, scripts, sessions
 
 log = logging.getLogger("games.ratelimit")
 
@@ -63,7 +63,9 @@ def rate(name: str) -> Rate | None:
     return parse_rate(text) if text else None
 
 
-_HIT = scripts.load("ratelimit_hit")  # lua/games/ratelimit_hit.lua: INCR, PEXPIRE on the first hit
+# lua/games/ratelimit_hit.lua: INCR, PEXPIRE on the first hit; with a
+# session's keys (a hit riding with the session's read), only while both exist.
+_HIT = scripts.load("ratelimit_hit")
 
 
 @dataclass(frozen=True)
@@ -104,24 +106,31 @@ def hit(name: str, ident: str) -> Hit:
 
 def _hit_riding(name: str):
     """The hit of limit ``name`` for the session's user, made to go out with
-    the session's read (``games.rides``)."""
+    the session's read (``games.rides``) -- so before anyone knows whether
+    the session is still good: it counts only if the session's cache entry
+    and its identity are both there (``lua/games/ratelimit_hit.lua``)."""
     def make(request, who) -> rides.Ride | None:
         r = rate(name)
         if r is None:
             return None
         key, window, now_ms = _counter(name, f"user:{who[0]}", r)
-        return rides.Ride(("EVALSHA", _HIT.sha, 1, key, r.seconds * 1000 + 1000), who, script=_HIT,
+        alive = sessions.signed_in_keys(request.session.session_key)
+        return rides.Ride(("EVALSHA", _HIT.sha, 3, key, *alive, r.seconds * 1000 + 1000), who, script=_HIT,
                           meta=(r, key, window, now_ms))
     return make
 
 
-def _hit_from(name: str, ride: rides.Ride) -> Hit:
+def _hit_from(name: str, ride: rides.Ride) -> Hit | None:
+    """The verdict of a hit that rode along; None if it was not counted
+    (the session or its identity was gone when it arrived)."""
     r, key, window, now_ms = ride.meta
     if isinstance(ride.error, UNAVAILABLE):
         log.warning("rate limit %s not checked, Valkey unreachable: %s", name, ride.error)
         return Hit(True)
     if ride.error is not None:
         raise ride.error
+    if not ride.reply:
+        return None
     return _verdict(ride.reply, r, key, window, now_ms)
 
 
@@ -173,7 +182,9 @@ def limited(name: str):
         @functools.wraps(view)
         def inner(request, *args, **kwargs):
             ride = rides.taken(request, f"limit:{name}", request.user.pk)
-            h = _hit_from(name, ride) if ride is not None else hit(name, f"user:{request.user.pk}")
+            h = _hit_from(name, ride) if ride is not None else None
+            if h is None:  # nothing rode, or it was not counted: count it now, the session checked
+                h = hit(name, f"user:{request.user.pk}")
             if not h.allowed:
                 log.info("rate limit %s refused user %s", name, request.user.pk)
                 return too_many(request, name, h.retry_after)
