@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import ipaddress
 import logging
 import math
 import re
@@ -143,16 +144,37 @@ def undo(h: Hit) -> None:
             log.warning("rate limit hit %s not given back: %s", h.key, exc)
 
 
+IPV6_PREFIX = 64  # an IPv6 client holds (at least) a whole /64: it counts as one address
+
+
+def counted_address(address: str) -> str:
+    """The address a limit counts: an IPv4 address as it is; an IPv6 one
+    as its /64 -- one subscriber's network, across which a client picks
+    any address it likes -- written as the network's first address (so it
+    is still a valid address for django-axes' records); an IPv4-mapped
+    IPv6 address as its IPv4 address. Anything else as it came."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip.packed, IPV6_PREFIX), strict=False).network_address)
+    return str(ip)
+
+
 def client_ip(request) -> str:
-    """The address a request comes from. ``REMOTE_ADDR``, unless
-    ``settings.BEHIND_PROXY`` says a proxy is in front: then the last
-    ``X-Forwarded-For`` hop, the one that proxy appended (earlier hops are
-    whatever the client sent, so they are never trusted)."""
+    """The address a request counts as (:func:`counted_address`: IPv6 by
+    its /64). ``REMOTE_ADDR``, unless ``settings.BEHIND_PROXY`` says a
+    proxy is in front: then the last ``X-Forwarded-For`` hop, the one that
+    proxy appended (earlier hops are whatever the client sent, so they are
+    never trusted)."""
     if settings.BEHIND_PROXY:
         hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
         if hops:
-            return hops[-1][:64]
-    return request.META.get("REMOTE_ADDR") or "unknown"
+            return counted_address(hops[-1][:64])
+    return counted_address(request.META.get("REMOTE_ADDR") or "unknown")
 
 
 def _wait(seconds: int) -> str:

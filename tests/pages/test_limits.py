@@ -157,3 +157,30 @@ def test_the_hit_script_refuses_a_bad_ttl_and_writes_nothing(valkey, ttl):
     with pytest.raises(echomq.ArgumentError, match="rate limit"):
         ratelimit._HIT(valkey, ["cm:rl:test"], [ttl])
     assert not valkey.exists("cm:rl:test")
+
+
+def test_an_ipv6_client_counts_by_its_64(client, settings):
+    """One client holds a whole /64 and may use any address in it: sign-ups
+    (each funded) and log-in failures count the /64, not each address."""
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "signup": "3/h"}
+    for i in range(3):
+        assert sign_up(client, f"six{i}", addr=f"2001:db8:1:2::{i + 1:x}").status_code == 302
+        client.post("/logout/")
+    assert_429(sign_up(client, "rotated", addr="2001:db8:1:2:ffff:ee:dd:1"), "Too many new accounts")
+    assert sign_up(client, "neighbour", addr="2001:db8:1:3::1").status_code == 302  # the next /64
+    client.post("/logout/")
+    for i in range(LIMIT - 1):
+        assert log_in(client, f"nobody{i}", "wrong", addr=f"2001:db8:9:9::{i + 1:x}").status_code == 400
+    assert log_in(client, "nobody99", "wrong", addr="2001:db8:9:9:abcd::1").status_code == 429
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"2001:db8:9:9::"}
+
+
+@pytest.mark.parametrize("addr, counted", [
+    ("203.0.113.7", "203.0.113.7"),
+    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::"),
+    ("2001:0DB8:0001:0002::9", "2001:db8:1:2::"),
+    ("::ffff:203.0.113.7", "203.0.113.7"),
+    ("unknown", "unknown"),
+])
+def test_the_address_a_limit_counts(rf, addr, counted):
+    assert ratelimit.client_ip(rf.get("/", REMOTE_ADDR=addr)) == counted
