@@ -277,7 +277,7 @@ ECHOMQ = {
     "SOCKET_TIMEOUT": env.float("VALKEY_SOCKET_TIMEOUT", default=3.0),
     "EMBEDDED_DIR": str(VAR_DIR / "valkey"),
     "QUEUES": {"cm": {"shards": env.int("CM_QUEUE_SHARDS", default=6 if _CLUSTERED else 1)}},
-    # /metrics (Prometheus): a staff login, or "Authorization: Bearer <this>".
+    # /metrics (Prometheus): a login with echomq.view_queues, or "Authorization: Bearer <this>".
     "METRICS_TOKEN": env.str("METRICS_TOKEN", default=""),
     # Extra collectors the endpoint serves (the game's figures kept in Valkey).
     "METRICS_COLLECTORS": ["games.metrics.GameCollector"],
