@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextvars
 from datetime import datetime
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, get_user_model
@@ -119,13 +120,22 @@ def identity_user(session, user_id):
         player = identity["player"] and player_from(identity["player"], user.pk)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None  # not an identity this version wrote: the row decides
-    # Django's get_user compares this with the session's hash (the password
-    # hash it is computed from is not here, and is deferred on this user).
-    user.get_session_auth_hash = lambda: auth_hash
+    user.get_session_auth_hash = partial(_session_auth_hash, user, auth_hash)
     if player is not None:
         user._cached_player = player
     session.identity_used = True
     return user
+
+
+def _session_auth_hash(user, verified: str) -> str:
+    """An identity's user's ``get_session_auth_hash``: the hash Django
+    verified the session with, which its ``get_user`` compares with the
+    session's -- the password hash it is computed from is not in the
+    identity, and is deferred on the user. Once the password is loaded or
+    set (``set_password``), Django's own computation, from it."""
+    if "password" in user.__dict__:
+        return type(user).get_session_auth_hash(user)
+    return verified
 
 
 class SessionStore(cached_db.SessionStore):

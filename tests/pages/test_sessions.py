@@ -77,3 +77,26 @@ def test_with_valkey_down_a_signed_in_page_still_works(play, valkey):
     emq_django.reset_client("redis://127.0.0.1:1/0")  # nothing listens there: the cache is a miss
     assert play.get("/wallet/").status_code == 200
 
+
+
+def test_the_identitys_user_is_the_users_row_without_its_password(play, player):
+    """The user an identity stands for answers what requests ask of it
+    without a query; anything else (the password included) is read from the
+    row when asked for, and a password set on it is Django's own again."""
+    from django.contrib.auth import HASH_SESSION_KEY
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from games.sessions import SessionStore, identity_user
+
+    play.get("/wallet/")
+    session = SessionStore(session_key(play))
+    assert session[HASH_SESSION_KEY]  # read, and its identity with it
+    user = identity_user(session, player.user.pk)
+    with CaptureQueriesContext(connection) as ctx:
+        assert (user.pk, user.get_username(), user.is_active, user.is_staff) == (player.user.pk, "ann", True, False)
+        assert user.get_session_auth_hash() == session[HASH_SESSION_KEY] == player.user.get_session_auth_hash()
+    assert len(ctx) == 0
+    assert user.check_password("nope") is False and user.password == player.user.password  # read when asked
+    user.set_password("a new and long passphrase")
+    assert user.get_session_auth_hash() != session[HASH_SESSION_KEY]
