@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextvars
 import functools
 from datetime import datetime
-from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, get_user_model
@@ -127,7 +126,7 @@ def identity_user(session, user_id):
         player = identity["player"] and player_from(identity["player"], user.pk)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None  # not an identity this version wrote: the row decides
-    user.get_session_auth_hash = partial(_session_auth_hash, user, auth_hash)
+    user.get_session_auth_hash = functools.partial(_session_auth_hash, user, auth_hash)
     if player is not None:
         user._cached_player = player
     session.identity_used = True
