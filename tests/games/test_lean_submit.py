@@ -248,8 +248,9 @@ def test_a_submit_waiting_on_the_wallet_lock_answers_the_first_guess(make_player
 
 
 def test_the_rows_submit_writes_read_back_as_saved(make_player, make_round):
-    """``insert_row`` writes what ``save(force_insert=True)`` would: every
-    field of the guess and its ledger row reads back equal."""
+    """What submit writes (the one statement, or the transaction's saves)
+    reads back as it was built: every field of the guess and its ledger
+    row reads back equal."""
     p = make_player(keys=5)
     rnd = make_round(secret=S)  # the whole animals set: a ZWJ sequence is one emoji
     g = submit(p, rnd, ["🐕\u200d🦺"] + S[1:], idempotency_key="k")
