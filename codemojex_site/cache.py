@@ -41,15 +41,16 @@ import redis
 from echomq import UNAVAILABLE, Unavailable
 from echomq.client import Client
 from echomq.errors import translate
-from echomq.scripts import load as load_script
+from echomq.scripts import LUA_DIR, load_from
 
 log = logging.getLogger("codemojex.cache")
 
 DOWN = UNAVAILABLE  # Valkey unreachable, or a cluster failing over
 WARN_EVERY_S = 10.0
 
-_SET_TAGGED = load_script("codemojex_site/set_tagged")
-_DELETE_TAGGED = load_script("codemojex_site/delete_tagged")
+# The cache's own scripts (not EchoMQ's bundle): lua/codemojex_site/.
+_SET_TAGGED = load_from(LUA_DIR / "codemojex_site", "set_tagged")
+_DELETE_TAGGED = load_from(LUA_DIR / "codemojex_site", "delete_tagged")
 
 
 class Unreadable(ValueError):

@@ -1,24 +1,24 @@
---[[ delete_tagged: delete every key filed under a tag, and the tag, at once.
+--[[ delete_tagged: delete every key filed under a tag, and the tag, at once
+(codemojex_site/cache.py).
 
 KEYS[1] tag      a set of the full names of the keys filed under it
 (no ARGV)
 
 One script, so nothing is filed under the tag between reading its members
-and deleting them: a key written just before is deleted, one written just
-after is filed under a new tag, where the next call finds it. The members
-share the tag's slot (the cache prefix's hash tag), as a cluster requires.
+and deleting them: a key filed just before is deleted, one filed just after
+is filed under a new tag, where the next call finds it. The members share
+the tag's slot (the cache prefix's hash tag), as a cluster requires.
 
-Reply: how many of the filed keys were there and are deleted now.
-Errors: EMQARG for a bad argument (nothing deleted).
+Replies: how many of the filed keys were there, and are deleted now.
+Errors:  EMQARG for a bad argument (nothing deleted).
 ]]
---- @include "args"
-
-arg_count(0)
-if #KEYS ~= 1 then arg_fail('KEYS', 'want the tag alone') end
+if #KEYS ~= 1 or #ARGV ~= 0 then
+  return redis.error_reply('EMQARG delete_tagged: want KEYS tag and no ARGV')
+end
 
 local members = redis.call('SMEMBERS', KEYS[1])
 local deleted = 0
-for i = 1, #members, 1000 do  -- unpack() has a limit on how many values it spreads
+for i = 1, #members, 1000 do  -- unpack() spreads a limited number of values at once
   deleted = deleted + redis.call('DEL', unpack(members, i, math.min(i + 999, #members)))
 end
 redis.call('DEL', KEYS[1])

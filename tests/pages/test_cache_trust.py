@@ -156,3 +156,31 @@ def test_the_projects_clients_use_the_embedded_servers_password(settings, tmp_pa
         emq_django.reset_client(None)
         embedded.stop(directory)
 
+
+
+def test_the_cache_scripts_refuse_bad_arguments_and_run_on_redis7(any_server):
+    """set_tagged caps an entry at its source's life and writes nothing once
+    the source is gone; delete_tagged drops a tag's keys and the tag; both
+    refuse bad arguments before a write. Valkey and Redis 7.0 alike."""
+    import echomq
+    from codemojex_site.cache import _DELETE_TAGGED, _SET_TAGGED
+
+    key, tag, source = "{cm:cache}:k", "{cm:cache}:tag", "{cm:cache}:src"
+    for keys, args in [([key], ["v", 1000]), ([key, tag], ["v"]), ([key, tag], ["v", 0]),
+                       ([key, tag], ["v", "1e3"]), ([key, tag], ["v", 31536000001]), ([key, tag], ["v", -5])]:
+        with pytest.raises(echomq.ArgumentError, match="set_tagged"):
+            _SET_TAGGED(any_server, keys, args)
+    for keys, args in [([], []), ([tag], ["x"]), ([tag, key], [])]:
+        with pytest.raises(echomq.ArgumentError, match="delete_tagged"):
+            _DELETE_TAGGED(any_server, keys, args)
+    assert not any_server.exists(key, tag)
+
+    assert _SET_TAGGED(any_server, [key, tag, source], ["v", 60000]) == 0  # no source: nothing written
+    any_server.set(source, "s", px=5000)
+    assert 0 < _SET_TAGGED(any_server, [key, tag, source], ["v", 60000]) <= 5000
+    assert 0 < any_server.pttl(key) <= 5000 and any_server.smembers(tag) == {key.encode()}
+    any_server.persist(source)
+    assert _SET_TAGGED(any_server, [key + "2", tag], ["w", 60000]) == 60000
+    assert any_server.pttl(tag) > 60000  # a minute past its longest-lived key
+    assert _DELETE_TAGGED(any_server, [tag], []) == 2
+    assert not any_server.exists(key, key + "2", tag)

@@ -159,6 +159,25 @@ def test_the_hit_script_refuses_a_bad_ttl_and_writes_nothing(valkey, ttl):
     assert not valkey.exists("cm:rl:test")
 
 
+def test_the_hit_script_counts_for_a_session_only_while_it_is_signed_in(any_server):
+    """With a session's entry and identity (a hit riding with the session's
+    read) it counts only while both exist; a wrong number of keys is refused
+    before anything is counted. Valkey and Redis 7.0 alike."""
+    import echomq
+
+    session, identity, counter = "{cm:cache}:s", "{cm:cache}:i", "cm:rl:test"
+    any_server.set(session, "x")
+    assert ratelimit._HIT(any_server, [counter, session, identity], [2000]) == 0  # no identity: not counted
+    any_server.set(identity, "y")
+    assert ratelimit._HIT(any_server, [counter, session, identity], [2000]) == 1
+    assert ratelimit._HIT(any_server, [counter], [2000]) == 2  # the view's own hit, after the session was checked
+    any_server.delete(session)
+    assert ratelimit._HIT(any_server, [counter, session, identity], [2000]) == 0
+    with pytest.raises(echomq.ArgumentError, match="rate limit"):
+        ratelimit._HIT(any_server, [counter, session], [2000])
+    assert any_server.get(counter) == b"2" and 0 < any_server.pttl(counter) <= 2000
+
+
 def test_an_ipv6_client_counts_by_its_64(client, settings):
     """One client holds a whole /64 and may use any address in it: sign-ups
     (each funded) and log-in failures count the /64, not each address."""
