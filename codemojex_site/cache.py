@@ -23,7 +23,7 @@ The differences from ``django.core.cache.backends.redis.RedisCache``:
   by an older version, or by someone else) reads as a miss.
 * Tags (:meth:`ValkeyCache.set_tagged`, :meth:`ValkeyCache.delete_tagged`):
   one call drops every key filed under a tag, atomically (a Lua script in
-  ``lua/codemojex_site/``), and an entry made from another one lives no
+  ``lua/games/``), and an entry made from another one lives no
   longer than its source has left.
 """
 from __future__ import annotations
@@ -41,16 +41,18 @@ import redis
 from echomq import UNAVAILABLE, Unavailable
 from echomq.client import Client
 from echomq.errors import translate
-from echomq.scripts import LUA_DIR, load_from
+from echomq.scripts import load_from, lua_dir
 
 log = logging.getLogger("codemojex.cache")
 
 DOWN = UNAVAILABLE  # Valkey unreachable, or a cluster failing over
 WARN_EVERY_S = 10.0
 
-# The cache's own scripts (not EchoMQ's bundle): lua/codemojex_site/.
-_SET_TAGGED = load_from(LUA_DIR / "codemojex_site", "set_tagged")
-_DELETE_TAGGED = load_from(LUA_DIR / "codemojex_site", "delete_tagged")
+# The tag scripts (not EchoMQ's bundle) ride with the game's, whose session
+# identities are what they file: lua/games/cache_*.lua (games/lua/ installed).
+_SCRIPTS = lua_dir("games", "lua/games")
+_SET_TAGGED = load_from(_SCRIPTS, "cache_set_tagged")
+_DELETE_TAGGED = load_from(_SCRIPTS, "cache_delete_tagged")
 
 
 class Unreadable(ValueError):
@@ -295,7 +297,7 @@ class ValkeyCache(RedisCache):
 
     def delete_tagged(self, tag, version=None) -> None:
         """Delete every key filed under ``tag``, and the tag, in one step:
-        nothing filed meanwhile escapes (``lua/codemojex_site/delete_tagged.lua``)."""
+        nothing filed meanwhile escapes (``lua/games/cache_delete_tagged.lua``)."""
         members = self.make_and_validate_key(tag, version=version)
         try:
             _DELETE_TAGGED(self._cache.get_client(members, write=True), [members], [])

@@ -1,4 +1,4 @@
---[[ delete_tagged: delete every key filed under a tag, and the tag, at once
+--[[ cache_delete_tagged: delete every key filed under a tag, and the tag, at once
 (codemojex_site/cache.py).
 
 KEYS[1] tag      a set of the full names of the keys filed under it

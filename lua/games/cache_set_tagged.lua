@@ -1,4 +1,4 @@
---[[ set_tagged: cache one entry, file its key under a tag, and let it live
+--[[ cache_set_tagged: cache one entry, file its key under a tag, and let it live
 no longer than the entry it was made from (codemojex_site/cache.py).
 
 KEYS[1] key      the entry                     {cm:cache}:1:cm.identity:<session key>
