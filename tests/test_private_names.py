@@ -128,13 +128,13 @@ REDIS = [
     ("redis.Connection", "read_response", "class", "echomq/contrib/django/failfast.py overrides it"),
     ("redis.Connection", "disconnect", "class", "echomq/client.py: a connection left mid-reply starts over"),
     (_connection, "retry", "instance", "echomq/client.py: the client's own retry policy, per connection"),
-    (_connection, "_sock", "instance", "echomq/sharded.py: the claim loop waits on several shards' sockets"),
+    (_connection, "_sock", "instance", "echomq/sharded/parking.py: a parked consumer waits on several shards' sockets"),
     (_connection, "host", "instance", "echomq/contrib/django/failfast.py: which server hung"),
     (_connection, "port", "instance", "echomq/contrib/django/failfast.py: which server hung"),
     (_unix_connection, "path", "instance", "echomq/contrib/django/failfast.py: which server hung"),
     ("redis.cluster.RedisCluster", "get_node_from_key", "class", "echomq/cluster.py, echomq/scripts.py: routing"),
     ("redis.cluster.RedisCluster", "get_redis_connection", "class", "echomq/cluster.py: a node's client"),
-    (_cluster_node, "redis_connection", "instance", "echomq/cluster.py, echomq/sharded.py: a node's client"),
+    (_cluster_node, "redis_connection", "instance", "echomq/cluster.py: a node's client"),
     (_cluster_node, "name", "instance", "echomq/cluster.py: a node's name"),
 ]
 
