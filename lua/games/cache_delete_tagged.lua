@@ -2,7 +2,7 @@
 (codemojex_site/cache.py).
 
 KEYS[1] tag      a set of the full names of the keys filed under it
-(no ARGV)
+ARGV[1]          none: the script takes no arguments
 
 One script, so nothing is filed under the tag between reading its members
 and deleting them: a key filed just before is deleted, one filed just after
