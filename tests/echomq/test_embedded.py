@@ -84,12 +84,12 @@ def test_a_server_started_before_passwords_is_restarted_with_one(tmp_path):
     used; the next ensure() shuts it down and starts it again, with a
     password, on the same data."""
     port = embedded.free_port()
+    open_url = f"redis://127.0.0.1:{port}/0"
     proc = embedded.start_server(tmp_path / "data", port)  # as an older version ran it: no password
-    open_url = embedded.server_url(port)
-    embedded.wait_ready(open_url, proc=proc)
-    redis.Redis.from_url(open_url).set("kept", "1")
-    (tmp_path / "embedded.json").write_text(json.dumps({"url": open_url, "port": port}))
     try:
+        embedded.wait_ready(open_url, proc=proc)
+        redis.Redis.from_url(open_url).set("kept", "1")
+        (tmp_path / "embedded.json").write_text(json.dumps({"url": open_url, "port": port}))
         assert embedded.running_url(tmp_path) is None
         url = embedded.ensure(tmp_path)
         assert proc.wait(10) == 0  # shut down cleanly, its AOF written
