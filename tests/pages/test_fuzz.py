@@ -137,6 +137,50 @@ def test_unreadable_bodies_are_400_on_every_post_url(family, rnd, player, staff,
         assert snapshot(valkey) == before, (family, url)
 
 
+class _NotedBody:
+    """A request body that notes every read of it (and holds nothing)."""
+
+    def __init__(self):
+        self.reads = []
+
+    def read(self, size=-1):
+        self.reads.append(size)
+        return b""
+
+    readline = read
+
+
+def post_unread(c: Client, url: str, content_type: str, length: int) -> tuple:
+    """POST to ``url`` a body that says it is ``length`` bytes long; the
+    answer, and the reads anything made of the body."""
+    body = _NotedBody()
+    resp = c.generic("POST", url, b"-", content_type=content_type,
+                     headers={"X-CSRFToken": c.cookies["csrftoken"].value},
+                     **{"wsgi.input": body, "CONTENT_LENGTH": str(length)})
+    return resp, body.reads
+
+
+@pytest.mark.parametrize("content_type", [FORM, "multipart/form-data; boundary=B"])
+def test_a_form_larger_than_any_here_is_refused_before_a_byte_is_read(content_type, rnd, player, staff, valkey,
+                                                                      settings):
+    """File parts count too (Django's own limit leaves them out): a huge
+    multipart upload is refused from its Content-Length, on every POST URL."""
+    clients = {None: strict_client(), player.user: strict_client(player.user), staff: strict_client(staff)}
+    for url, user in post_urls(rnd, player.user, staff):
+        resp, reads = post_unread(clients[user], url, content_type, settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+        assert resp.status_code == 400 and "larger than any form here" in resp.content.decode(), url
+        assert reads == [], url
+
+
+def test_a_form_to_an_address_with_no_view_is_a_404_and_never_read(player):
+    """The form is parsed only once the address has a view that takes one:
+    a POST to nowhere is a 404, its body unread, whoever sends it."""
+    for c in (strict_client(), strict_client(player.user)):
+        for content_type in (FORM, "multipart/form-data; boundary=B", "multipart/form-data"):
+            resp, reads = post_unread(c, "/no/such/page/", content_type, 1000)
+            assert resp.status_code == 404 and reads == [], content_type
+
+
 def every_route(rnd) -> list[str]:
     """Every URL the site routes, its parameters filled with real-looking
     values: routes other code adds later are covered without editing this."""

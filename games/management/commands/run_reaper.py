@@ -13,6 +13,7 @@ from django.db import close_old_connections
 
 from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.embedded import redact
 from echomq.contrib.django.schedules import declared_queues, install
 from games import guesses, leaderboard, schedules, settlement, tasks
 from games.management.runner import add_metrics_argument, describe_db
@@ -82,7 +83,7 @@ class Command(BaseCommand):
         names = [guesses.QUEUE, settlement.QUEUE, tasks.QUEUE]
         queues = [get_queue(n) for n in names + [n for n in declared_queues() if n not in names]]
         log.info(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
-                 f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
+                 f"max_stalls={o['max_stalls']} valkey={redact(valkey_url())} db={describe_db()}")
         reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
         if o["metrics_port"]:
             from echomq.metrics import ReaperMetrics, serve

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from echomq.contrib.django import embedded_cluster_dir, is_cluster, valkey_url
+from echomq.embedded import redact
 from games.management.commands.seed_demo import OPERATORS
 
 
@@ -60,7 +61,7 @@ class Command(BaseCommand):
             specs["web"] = [sys.executable, "-m", "gunicorn", "-c", "python:codemojex_site.gunicorn_conf",
                             "codemojex_site.wsgi", "--bind", f"{o['host']}:{o['port']}", "--workers", "2"]
         children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
-        self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}")
+        self.stdout.write(f"started {', '.join(children)}; valkey {redact(env['VALKEY_URL'])}")
         if not o["no_web"]:
             self.stdout.write(self._banner(o["host"], o["port"]))
         self.stdout.flush()
