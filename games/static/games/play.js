@@ -29,6 +29,7 @@
   var setPushed = function (on) {
     if (pushed === on) { return; }
     pushed = on;
+    main.setAttribute("data-pushed", on ? "1" : "0");  // for whoever looks: is the page live now?
     pushWatchers.forEach(function (told) { told(on); });
   };
 
