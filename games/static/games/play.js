@@ -175,7 +175,7 @@
       var body = table.querySelector("tbody");
       if (!data.rows) { return; }
       if (!body) { if (data.rows.length) { fetchTable().catch(function () { return null; }); } return; }
-      var me = table.dataset.me, ties = table.dataset.tiesShare === "1";
+      var me = body.parentNode.getAttribute("data-me"), ties = table.dataset.tiesShare === "1";
       body.textContent = "";
       data.rows.forEach(function (row) {
         var tr = document.createElement("tr"), mine = row.name === me;
