@@ -9,8 +9,8 @@
 
 Every signed-in stream also gets ``unread`` (the header's badge) when a
 notification arrives. Each answer is ``text/event-stream``: the state at
-once, then each change, a comment line every ``HEARTBEAT_S`` while nothing
-happens; after ``LIFETIME_S`` the stream ends and the browser's
+once, then each change, a comment line every 15 s while nothing
+happens (``hub.HEARTBEAT_S``); after ``LIFETIME_S`` the stream ends and the browser's
 ``EventSource`` opens it again (so a stream re-checks its session, and
 streams spread over the processes as they come and go). A ``down`` event
 tells the page to poll for a while instead.
@@ -47,7 +47,6 @@ from .payloads import identity
 
 log = logging.getLogger("games.push")
 
-HEARTBEAT_S = 15.0
 LIFETIME_S = 300.0   # then the browser opens the stream again (+ up to 10% so they do not all at once)
 RETRY_MS = 2000      # how long an EventSource waits before it opens a dropped stream again
 ROUTES = [
@@ -138,7 +137,7 @@ async def serve(scope, receive, send) -> None:
         if who is None:
             return await refuse(send, 401, "Log in first.", allow)
         player = who[0]
-    stream = Stream(kind, rid, player)
+    stream = Stream(kind, rid, player, lifetime_s=LIFETIME_S * (1 + random.random() / 10))
     try:
         first = await hub.open(stream)
     except NotFound:
@@ -156,23 +155,13 @@ async def serve(scope, receive, send) -> None:
 
 
 async def _pump(stream: Stream, receive, send) -> None:
-    """Send the stream's frames as they come, a heartbeat while none do,
-    until the client goes, the hub closes it, or its lifetime ends."""
-    loop = asyncio.get_running_loop()
+    """Send the stream's frames as they come until the client goes or the
+    hub closes it (down, shutting down, or its lifetime over; the hub also
+    puts the heartbeat in the mailbox). Each wake-up is one send."""
     watcher = asyncio.ensure_future(_until_disconnect(receive, stream))
-    deadline = loop.time() + LIFETIME_S * (1 + random.random() / 10)
     try:
         while not stream.closed:
-            left = deadline - loop.time()
-            if left <= 0:
-                break
-            try:
-                async with asyncio.timeout(min(HEARTBEAT_S, left)):
-                    await stream.wake.wait()
-            except TimeoutError:
-                if not stream.pending:
-                    await send({"type": "http.response.body", "body": b":\n\n", "more_body": True})
-                    continue
+            await stream.wake.wait()
             data = stream.take()
             if data:
                 await send({"type": "http.response.body", "body": data, "more_body": True})

@@ -38,6 +38,7 @@ import collections
 import json
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from echomq import EventsLost, events
@@ -48,7 +49,8 @@ from . import payloads
 
 log = logging.getLogger("games.push")
 
-MIN_INTERVAL_S = 0.2   # a round's streams get its new state at most this often
+MIN_INTERVAL_S = 0.5   # a round's streams get its new state at most this often (bench.live_push)
+HEARTBEAT_S = 15.0     # a stream sent nothing this long gets a comment line (proxies close idle ones)
 REFRESH_S = 10.0       # rounds with streams are re-read this often anyway
 SHARED_FRESH_S = 1.0   # a stream that opens is sent a shared state this old at most
 WORKERS = 4            # threads for the database and Valkey reads
@@ -67,13 +69,16 @@ class Stream:
     """One open stream: what it follows, and the frames waiting to be sent
     (the newest of each kind)."""
 
-    __slots__ = ("kind", "round_id", "player_id", "pending", "wake", "closed")
+    __slots__ = ("kind", "round_id", "player_id", "pending", "wake", "closed", "sent", "ends")
 
-    def __init__(self, kind: str, round_id: str | None = None, player_id: str | None = None):
+    def __init__(self, kind: str, round_id: str | None = None, player_id: str | None = None, *,
+                 lifetime_s: float = float("inf")):
         self.kind, self.round_id, self.player_id = kind, round_id, player_id
         self.pending: dict[str, bytes] = {}
         self.wake = asyncio.Event()
         self.closed = False
+        self.sent = time.monotonic()  # when it was last sent anything (the heartbeat's clock)
+        self.ends = self.sent + lifetime_s
 
     def put(self, name: str, data: bytes) -> None:
         self.pending[name] = data
@@ -83,6 +88,7 @@ class Stream:
         out = b"".join(self.pending.values())
         self.pending.clear()
         self.wake.clear()
+        self.sent = time.monotonic()
         return out
 
     def close(self) -> None:
@@ -130,6 +136,7 @@ class Hub:
         self._reader = threading.Thread(target=self._read, name="push-reader", daemon=True)
         self._reader.start()
         self._spawn(self._refresh_forever())
+        self._spawn(self._heartbeat_forever())
 
     async def stop(self) -> None:
         """Close every stream, stop the reader (within a blocking slice, 1 s)."""
@@ -445,6 +452,22 @@ class Hub:
                 for rid in list(self.streams[kind]):
                     self.round_changed(rid)
             self.lobby_changed()
+
+
+    async def _heartbeat_forever(self) -> None:
+        """A comment line to each stream idle for ``HEARTBEAT_S``; the end
+        of each stream whose lifetime is over. One pass over the streams,
+        so a stream's own task only ever waits for its mailbox."""
+        while not self._stop.is_set():
+            await asyncio.sleep(HEARTBEAT_S / 3)
+            now = time.monotonic()
+            for streams in self.streams.values():
+                for group in list(streams.values()):
+                    for s in list(group):
+                        if now >= s.ends:
+                            s.close()
+                        elif now - s.sent >= HEARTBEAT_S and not s.pending:
+                            s.put(":", b":\n\n")
 
 
 def _done_future(loop, value) -> asyncio.Future:
