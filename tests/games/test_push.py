@@ -288,3 +288,37 @@ def test_streams_are_refused_while_the_events_cannot_be_read(make_round, hub):
         assert refused.status == 503 and refused.headers["retry-after"] == "30"
 
     run(scenario)
+
+
+def test_hostile_input_to_every_stream_is_a_4xx_and_changes_nothing(make_player, make_round, hub, valkey):
+    """test_fuzz's hostile values, as ids, paths, cookies, origins and
+    methods of the live URLs (they are no Django routes, so its route walk
+    does not reach them): every answer a 4xx or a stream, never a 500, and
+    no state key in Valkey written."""
+    from tests.pages.test_fuzz import BAD_IDS, HOSTILE, STATE_KEYS
+
+    me = make_player("fuzzy")
+    rnd = make_round(secret=SECRET)
+    cookie = cookie_of(me)
+    before = sorted(k for k in valkey.keys("*") if k.startswith(STATE_KEYS))
+    values = [v for v in HOSTILE + BAD_IDS if "\r" not in v and "\n" not in v]
+
+    async def scenario():
+        for value in values:
+            for path in (f"/live/rounds/{value}/", f"/live/rounds/{value}/board/", f"/live/watch/{value}/",
+                         f"/live/{value}/", f"/live/lobby/{value}"):
+                for who in ("", cookie):
+                    resp = await Response(path, cookie=who).start()
+                    assert 400 <= resp.status < 500, (path, resp.status)
+            for kind in (f"rounds/{rnd.pk}/", "me/"):
+                resp = await Response(f"/live/{kind}", cookie="sessionid=" + value).start()
+                assert resp.status == 401, (value, resp.status)
+            resp = await Response(f"/live/watch/{rnd.pk}/", origin=value).start()
+            assert resp.status in (200, 403), (value, resp.status)
+            if resp.status == 200:
+                await resp.close()
+        for method in ("POST", "PUT", "DELETE", "OPTIONS", "PATCH", "BREW"):
+            assert (await Response(f"/live/watch/{rnd.pk}/", method=method).start()).status == 405
+
+    run(scenario)
+    assert sorted(k for k in valkey.keys("*") if k.startswith(STATE_KEYS)) == before
