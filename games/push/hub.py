@@ -6,9 +6,9 @@ one blocking ``XREAD`` per stream, resumed from its cursor after a lost
 connection, so nothing is skipped while the entries are kept). Only
 ``completed`` events matter, and they carry ids only:
 
-* a guess job (``cm``): one indexed query maps the batch's JOB ids to
-  (round, player). The guesser's own round page gets its guesses at once
-  (``mine``); every stream on the round -- round pages, leaderboards,
+* a guess job (``cm``): its lane is its player, whose open round page
+  gets their guesses at once (``mine``); one indexed query maps the
+  batch's JOB ids to (round, player), and every stream on the round -- round pages, leaderboards,
   watch pages -- gets the round's new state, read once per process and at
   most every ``MIN_INTERVAL_S`` per round, however many guesses land; the
   lobby its counts;
@@ -322,6 +322,10 @@ class Hub:
             kind = self.queues.get(event.queue)
             if kind == "guess":
                 jobs.append(event.job)
+                # The lane is the guesser: their open round pages need no look-up first.
+                for s in self.by_player.get(event.lane or "", ()):
+                    if s.kind == "round":
+                        self._mine.add((s.round_id, s.player_id))
             elif kind == "settle":
                 rid = payloads.settle_round_of(event.job)
                 if rid:
@@ -334,21 +338,17 @@ class Hub:
                 elif lane.startswith("RND"):  # announce_round: a round opened
                     self.unread_changed(list(self.by_player))
                     self.lobby_changed()
+        if self._mine:
+            self._spawn(self._flush_mine())
         if jobs and any(self.streams[k] for k in ("round", "board", "watch", "lobby")):
             self._spawn(self._scored(jobs))
 
     async def _scored(self, jobs: list[str]) -> None:
         pairs = await self.run(payloads.guesses_of, jobs)
-        mine = False
-        for rid, pid in pairs:
-            if any(s.kind == "round" and s.round_id == rid for s in self.by_player.get(pid, ())):
-                self._mine.add((rid, pid))
-                mine = True
+        for rid, _ in pairs:
             self.round_changed(rid)
         if pairs:
             self.lobby_changed()
-        if mine:
-            await self._flush_mine()
 
     def round_changed(self, rid: str, now: bool = False) -> None:
         """Send the round's streams its new state: at once if it has not been
