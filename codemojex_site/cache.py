@@ -1,6 +1,6 @@
 """Django's Redis cache on the EchoMQ Valkey, fit for sessions and lookups.
 
-Two differences from ``django.core.cache.backends.redis.RedisCache``:
+The differences from ``django.core.cache.backends.redis.RedisCache``:
 
 * The server is the one EchoMQ uses in this process, looked up on each use:
   ``VALKEY_URL``, or whatever ``echomq.contrib.django`` was pointed at
@@ -17,9 +17,18 @@ Two differences from ``django.core.cache.backends.redis.RedisCache``:
   few seconds (``echomq.contrib.django.failfast``). Everything cached here (sessions under ``cached_db``, the logged-in
   user and player) is also in the database, so pages keep working on the
   database alone while Valkey is down.
+* Values are JSON (:class:`JSONSerializer`), never pickles: a pickle runs
+  whatever it names when it is read, so anyone able to write to Valkey
+  could run code in every web process. An entry that is not JSON (written
+  by an older version, or by someone else) reads as a miss.
+* Tags (:meth:`ValkeyCache.set_tagged`, :meth:`ValkeyCache.delete_tagged`):
+  one call drops every key filed under a tag, atomically (a Lua script in
+  ``lua/games/``), and an entry made from another one lives no
+  longer than its source has left.
 """
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -32,11 +41,44 @@ import redis
 from echomq import UNAVAILABLE, Unavailable
 from echomq.client import Client
 from echomq.errors import translate
+from echomq.scripts import load_from, lua_dir
 
 log = logging.getLogger("codemojex.cache")
 
 DOWN = UNAVAILABLE  # Valkey unreachable, or a cluster failing over
 WARN_EVERY_S = 10.0
+
+# The tag scripts (not EchoMQ's bundle) ride with the game's, whose session
+# identities are what they file: lua/games/cache_*.lua (games/lua/ installed).
+_SCRIPTS = lua_dir("games", "lua/games")
+_SET_TAGGED = load_from(_SCRIPTS, "cache_set_tagged")
+_DELETE_TAGGED = load_from(_SCRIPTS, "cache_delete_tagged")
+
+
+class Unreadable(ValueError):
+    """A cache entry that is not JSON: read as a miss."""
+
+
+class JSONSerializer:
+    """The cache's values as JSON, which reading cannot turn into code.
+    Integers stay bare, as Django's own serializer keeps them, so ``incr``
+    works; everything cached must be JSON (dicts, lists, strings, numbers,
+    booleans) -- a tuple comes back a list."""
+
+    def dumps(self, obj):
+        if type(obj) is int:
+            return obj
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def loads(self, data):
+        try:
+            return int(data)
+        except ValueError:
+            pass
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # UnicodeDecodeError included
+            raise Unreadable(f"a cache entry that is not JSON ({exc})") from None
 
 
 class _ReusingClient(RedisCacheClient):
@@ -85,6 +127,7 @@ class ValkeyCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server or "", params)
         self._class = _ReusingClient
+        self._options.setdefault("serializer", JSONSerializer)
 
     def _url(self) -> str:
         from django.conf import settings
@@ -127,11 +170,18 @@ class ValkeyCache(RedisCache):
             ValkeyCache._warned_at = now
             log.warning("cache unreachable (%s: %s); serving from the database", type(exc).__name__, exc)
 
+    @staticmethod
+    def _unreadable(exc: Unreadable) -> None:
+        log.warning("%s; read as a miss (it is replaced on the next write)", exc)
+
     def get(self, key, default=None, version=None):
         try:
             return super().get(key, default, version)
         except DOWN as exc:
             self._down(exc)
+            return default
+        except Unreadable as exc:
+            self._unreadable(exc)
             return default
 
     def get_many(self, keys, version=None):
@@ -140,14 +190,18 @@ class ValkeyCache(RedisCache):
         except DOWN as exc:
             self._down(exc)
             return {}
+        except Unreadable as exc:
+            self._unreadable(exc)
+            return {}
 
     def get_many_riding(self, keys, rides, version=None):
         """``get_many(keys)``, with each ride's command (``games.rides``)
         sent in the same pipeline: one round trip for all. Each ride that
         went out is marked ``sent`` with its ``reply`` or (typed) ``error``;
         one the server answered NOSCRIPT is left unsent, for its view to
-        send itself. Rides go out only where the queues' keys are too: the
-        cache on the EchoMQ Valkey (no LOCATION of its own), not a cluster."""
+        send itself, and its script is loaded for the next time. Rides go
+        out only where the queues' keys are too: the cache on the EchoMQ
+        Valkey (no LOCATION of its own), not a cluster."""
         if not rides or (self._servers and self._servers[0]):
             return self.get_many(keys, version)
         try:
@@ -161,6 +215,11 @@ class ValkeyCache(RedisCache):
             return {}
         for ride, reply in zip(rides, replies[1:]):
             if isinstance(reply, redis.exceptions.NoScriptError):
+                if ride.script is not None:  # (a restarted server) for the next ride; this one the view sends
+                    try:
+                        wrapper.get_client(None).script_load(ride.script.source)
+                    except DOWN as exc:
+                        self._down(exc)
                 continue
             ride.sent = True
             if isinstance(reply, Exception):
@@ -171,7 +230,11 @@ class ValkeyCache(RedisCache):
         if isinstance(values, Exception):
             raise values
         loads = wrapper._serializer.loads
-        return {key_map[k]: loads(v) for k, v in zip(key_map, values) if v is not None}
+        try:
+            return {key_map[k]: loads(v) for k, v in zip(key_map, values) if v is not None}
+        except Unreadable as exc:
+            self._unreadable(exc)
+            return {}
 
     def has_key(self, key, version=None):
         try:
@@ -217,31 +280,27 @@ class ValkeyCache(RedisCache):
     # Tags: keys filed under a tag (a Valkey set of their full names, in the
     # same slot: every key here shares the prefix's hash tag), so one call
     # drops them all -- e.g. every cached identity of one user.
-    def set_tagged(self, key, value, timeout, tag, version=None) -> None:
-        """``set(key, value, timeout)`` and file the key under ``tag``."""
-        key = self.make_and_validate_key(key, version=version)
-        members = self.make_and_validate_key(tag, version=version)
+    def set_tagged(self, key, value, timeout, tag, *, within=None, version=None) -> int:
+        """``set(key, value, timeout)`` and file the key under ``tag``; with
+        ``within`` (another key of this cache), no longer than that entry
+        has left, and not at all once it is gone. Returns the life given,
+        in ms (0: nothing written)."""
+        keys = [self.make_and_validate_key(k, version=version) for k in (key, tag)]
+        if within is not None:
+            keys.append(self.make_and_validate_key(within, version=version))
         try:
-            client = self._cache.get_client(key, write=True)
-            with client.pipeline(transaction=True) as pipe:
-                pipe.set(key, self._cache._serializer.dumps(value), ex=timeout)
-                pipe.sadd(members, key)
-                pipe.expire(members, timeout + 60)  # outlives every key filed under it
-                pipe.execute()
+            client = self._cache.get_client(keys[0], write=True)
+            return _SET_TAGGED(client, keys, [self._cache._serializer.dumps(value), int(timeout * 1000)])
         except DOWN as exc:
             self._down(exc)
+            return 0
 
     def delete_tagged(self, tag, version=None) -> None:
-        """Delete every key filed under ``tag``, and the tag."""
+        """Delete every key filed under ``tag``, and the tag, in one step:
+        nothing filed meanwhile escapes (``lua/games/cache_delete_tagged.lua``)."""
         members = self.make_and_validate_key(tag, version=version)
         try:
-            client = self._cache.get_client(members, write=True)
-            keys = client.smembers(members)
-            with client.pipeline(transaction=True) as pipe:
-                if keys:
-                    pipe.delete(*keys)
-                pipe.delete(members)
-                pipe.execute()
+            _DELETE_TAGGED(self._cache.get_client(members, write=True), [members], [])
         except DOWN as exc:
             self._down(exc)
 

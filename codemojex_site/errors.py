@@ -9,17 +9,22 @@ answer became a 500. These views never touch the body, and fall back to a
 plain page when the site template itself cannot render (say the database is
 down while the header asks it for the player's balances).
 
-``RequestGuard`` fixes the root: it parses a form POST once, before any
-middleware (CSRF, sessions, axes) or view asks for it, and answers a bad
-body with a 400 on the spot, so nothing downstream ever re-reads it. It
-also refuses a NUL character anywhere in the path, the query or a form
-field: no input here means one, and PostgreSQL refuses it in a query with
-an error (a 500) rather than a miss.
+``RequestGuard`` fixes the root: once the address has resolved to a view
+that takes a form, it parses the form POST once, before the CSRF check or
+the view asks for it, and answers a bad body with a 400 on the spot, so
+nothing downstream ever re-reads it. A body larger than any form here is
+refused from its ``Content-Length`` before a byte of it is read, file parts
+included (Django's own limit leaves those out), and a POST to an address
+with no view is a 404 whose body is never read. It also refuses a NUL
+character anywhere in the path, the query or a form field: no input here
+means one, and PostgreSQL refuses it in a query with an error (a 500)
+rather than a miss.
 """
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.http import HttpResponse, HttpResponseServerError, QueryDict
 from django.http.multipartparser import MultiPartParserError
@@ -69,17 +74,26 @@ def server_error(request):
                                                      text="The error was logged. Please try again in a moment."))
 
 
-class RequestGuard:
-    """Parse a form POST once, up front; answer 400 if it cannot be read
-    or if the path, the query or a form field holds a NUL.
+def _is_form_post(request) -> bool:
+    return request.method == "POST" and request.content_type in FORM_TYPES
 
-    Forms are UTF-8 (RFC 1866 for urlencoded bodies, and every page here
-    is UTF-8), so a form declaring another charset is refused before it is
-    read. Any other failure to parse (a malformed multipart body, too many
-    fields, a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``) is refused the same
-    way, and the request keeps an empty ``POST`` so nothing can raise again.
-    Other content types (JSON) are left to the view, which reads
-    ``request.body`` itself."""
+
+class RequestGuard:
+    """Refuse what no form here can be before reading it; parse a form POST
+    once its address has a view; answer 400 if it cannot be read or if the
+    path, the query or a form field holds a NUL.
+
+    Before routing, from the headers alone: a form body whose
+    ``Content-Length`` is over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (no form
+    here comes near it; file parts count), or that declares a charset other
+    than UTF-8 (RFC 1866 for urlencoded bodies, and every page here is
+    UTF-8). After routing (``process_view``, before the CSRF check reads
+    the form): the parse, for a view the CSRF check covers -- a
+    ``csrf_exempt`` view reads its own body. Any failure to parse (a
+    malformed multipart body, too many fields) is refused the same way, and
+    the request keeps an empty ``POST`` so nothing can raise again. Other
+    content types (JSON) are left to the view, which reads ``request.body``
+    itself."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -88,19 +102,42 @@ class RequestGuard:
         query = request.META.get("QUERY_STRING", "")
         if "\x00" in request.path_info or "%00" in query or "\x00" in query:
             return bad_request(request, detail="The address holds a NUL character. Nothing was changed.")
-        if request.method == "POST" and request.content_type in FORM_TYPES:
-            problem = self._problem(request)
+        if _is_form_post(request):
+            problem = self._unreadable_unread(request)
             if problem:
-                request._post, request._files = QueryDict(), MultiValueDict()
-                log.debug("refused an unreadable form POST to %s: %s", request.path, problem)
-                return bad_request(request, detail=problem)
+                return self._refuse(request, problem)
         return self.get_response(request)
 
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if _is_form_post(request) and not getattr(view_func, "csrf_exempt", False):
+            problem = self._problem(request)
+            if problem:
+                return self._refuse(request, problem)
+        return None
+
     @staticmethod
-    def _problem(request) -> str:
+    def _refuse(request, problem: str):
+        request._post, request._files = QueryDict(), MultiValueDict()
+        log.debug("refused a form POST to %s: %s", request.path, problem)
+        return bad_request(request, detail=problem)
+
+    @staticmethod
+    def _unreadable_unread(request) -> str:
+        """What the headers alone say is wrong with the form, or ""."""
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return "The form's length is not a number. Nothing was changed."
+        if limit is not None and length > limit:
+            return f"This form is larger than any form here ({limit // 1024} KiB at most). Nothing was changed."
         charset = (request.content_params or {}).get("charset", "").strip().strip('"').lower()
         if charset and charset not in UTF8:
             return f"This form was sent as {charset[:40]}; forms here must be sent as UTF-8. Nothing was changed."
+        return ""
+
+    @staticmethod
+    def _problem(request) -> str:
         try:
             request.POST  # noqa: B018 -- parse now, once
             request.FILES  # noqa: B018

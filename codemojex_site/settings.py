@@ -87,8 +87,9 @@ MIDDLEWARE = [
     # Names each request (X-Request-ID) for its log lines; one line per request.
     "codemojex_site.logs.RequestLog",
     "django.middleware.security.SecurityMiddleware",
-    # Before anything reads request.POST: a form body is parsed once, and an
-    # unreadable one (wrong charset, NUL, too big) is a 400 right here.
+    # Before anything reads request.POST: a form body too big or in another
+    # charset is a 400 from its headers, unread; once the address has a view,
+    # the form is parsed once, and an unreadable one (NUL, malformed) is a 400.
     "codemojex_site.errors.RequestGuard",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -277,7 +278,7 @@ ECHOMQ = {
     "SOCKET_TIMEOUT": env.float("VALKEY_SOCKET_TIMEOUT", default=3.0),
     "EMBEDDED_DIR": str(VAR_DIR / "valkey"),
     "QUEUES": {"cm": {"shards": env.int("CM_QUEUE_SHARDS", default=6 if _CLUSTERED else 1)}},
-    # /metrics (Prometheus): a staff login, or "Authorization: Bearer <this>".
+    # /metrics (Prometheus): a login with echomq.view_queues, or "Authorization: Bearer <this>".
     "METRICS_TOKEN": env.str("METRICS_TOKEN", default=""),
     # Extra collectors the endpoint serves (the game's figures kept in Valkey).
     "METRICS_COLLECTORS": ["games.metrics.GameCollector"],
@@ -328,7 +329,8 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True) and SECURE_HSTS_SECONDS >= ONE_YEAR
     SECURE_CONTENT_TYPE_NOSNIFF = True
 
-# No form here is larger than a few KiB; refuse huge bodies early (a 400).
+# No form here is larger than a few KiB; a body over this (file parts included)
+# is refused from its Content-Length, unread (codemojex_site.errors.RequestGuard).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=256 * 1024)
 
 # Rate limits (games.ratelimit): "count/period", period s, m, h or d with an

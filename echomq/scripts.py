@@ -13,8 +13,8 @@ server) loads the script and tries again, which is safe because a script that
 was not found did not run. Errors come back typed (``errors.translate``).
 
 The argument limits are named once, in ``lua/include/args.lua``,
-``keep.lua``, ``priority.lua``, ``unique.lua``, ``sched.lua`` and ``events.lua``;
-:data:`LIMITS` reads them from there for the Python checks.
+``keep.lua``, ``priority.lua``, ``unique.lua``, ``sched.lua``, ``events.lua``
+and ``task.lua``; :data:`LIMITS` reads them from there for the Python checks.
 
 Another package keeps its own scripts in a directory of its own and loads
 them with :func:`load_from` (same ``@include`` handling, from that
@@ -115,7 +115,7 @@ BUNDLE: dict[str, Script] = {name: load(name) for name in NAMES}
 _LIMIT = re.compile(r"^local ((?:MAX|KEEP)_[A-Z_]+) = (\d+)", re.M)
 LIMITS: dict[str, int] = {
     name: int(value)
-    for inc in ("args", "keep", "priority", "unique", "sched", "events")
+    for inc in ("args", "keep", "priority", "unique", "sched", "events", "task")
     for name, value in _LIMIT.findall((LUA_DIR / "include" / f"{inc}.lua").read_text())
 }
 

@@ -23,17 +23,21 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponseRedirect
+from django.tasks import TaskResultStatus
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 
-from . import guesses, leaderboard, rounds, settlement, wallet
-from .admin_forms import GrantForm, RoundChangeForm, RoundCreateForm
+from echomq.contrib.django import get_queue
+from echomq.errors import ArgumentError
+
+from . import guesses, leaderboard, rounds, schedules, settlement, tasks, wallet
+from .admin_forms import GrantForm, RoundChangeForm, RoundCreateForm, RoundScheduleForm
 from .admin_guard import GuardedAdmin, hidden_words, sealed_value
 from .models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, OperatorAction, Player, Round,
-                     RoundEntry, Wallet)
+                     RoundEntry, RoundSchedule, Wallet)
 from .permissions import GRANT, REBUILD, SETTLE
 from .views.common import amount
 
@@ -155,10 +159,11 @@ def outcome_html(rnd: Round):
 class RoundAdmin(GuardedAdmin):
     list_display = ("id", "title", "status", "kind", "players", "guess_count", "currency", "guess_price",
                     "prize_pool", "ends_at", "board")
-    list_filter = ("status", "kind", "currency")
+    list_filter = ("status", "kind", "currency", "schedule")
     search_fields = ("id", "title")
     readonly_fields = ("id", "emoji_set", "keyboard_text", "kind", "currency", "guess_price", "prize_pool",
-                       "weights", "commitment", "revealed_secret", "status", "created_at", "settled_at", "outcome")
+                       "weights", "commitment", "revealed_secret", "status", "created_at", "settled_at", "outcome",
+                       "opened_by")
     BLIND_ONLY = ("weights", "commitment")
     fields = ("id", "title", "ends_at") + readonly_fields[1:]
     add_fields = ("title", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool",
@@ -234,6 +239,18 @@ class RoundAdmin(GuardedAdmin):
         """What settling or voiding the round did, in words (``result`` is
         the JSON settlement wrote)."""
         return outcome_html(obj)
+
+    @admin.display(description="opened by")
+    def opened_by(self, obj):
+        if obj.schedule_job is None:
+            return "an operator, by hand"
+        tick = f"{schedules.tick_time(obj.schedule_job):%Y-%m-%d %H:%M:%S} UTC"
+        if obj.schedule_id is None:
+            return format_html("a schedule since deleted, at its tick of {} ({})", tick,
+                               job_link(obj.schedule_job, tasks.QUEUE))
+        return format_html('the schedule <a href="{}">{}</a>, at its tick of {} ({})',
+                           reverse("admin:games_roundschedule_change", args=[obj.schedule_id]), obj.schedule, tick,
+                           job_link(obj.schedule_job, tasks.QUEUE))
 
     @admin.display(description="secret / nonce")
     def revealed_secret(self, obj):
@@ -325,6 +342,143 @@ class RoundAdmin(GuardedAdmin):
             **self.admin_site.each_context(request), "opts": self.model._meta, "original": rnd,
             "title": f"Leaderboard of {rnd}", "rnd": rnd, "rows": rows, "matches": matches, "sealed": sealed,
             "can_rebuild": self.has_rebuild_permission(request)})
+
+
+# -- round schedules ---------------------------------------------------------------
+def when_text(s: RoundSchedule) -> str:
+    if s.cron:
+        return f"cron {s.cron} ({s.tz})"
+    secs = s.every_seconds or 0
+    if secs % 60:
+        return f"every {secs} s"
+    return f"every {secs // 60} minute{'s' * (secs != 60)}"
+
+
+def runs_text(s: RoundSchedule, n: int = 3) -> str:
+    """Its next ``n`` ticks in its time zone (a row saved outside a form may have none)."""
+    try:
+        runs = s.next_runs(n)
+    except (ArgumentError, ValueError, OverflowError):
+        return "never: this definition has no next tick"
+    return ", ".join(f"{t:%Y-%m-%d %H:%M}" for t in runs) + f" {s.tz}"
+
+
+@admin.register(RoundSchedule)
+class RoundScheduleAdmin(GuardedAdmin):
+    """Rounds on a schedule (``games.schedules``): saving mirrors the row
+    into its EchoMQ schedule after the commit; Django's add, change and
+    delete log themselves, Pause and Resume are changes and log too."""
+
+    form = RoundScheduleForm
+    list_display = ("name", "when", "kind", "terms", "active", "when_open", "next_runs", "opened")
+    list_filter = ("active", "kind", "when_open")
+    search_fields = ("name",)
+    actions = ("pause", "resume")
+    readonly_fields = ("next_runs", "mirror", "opened_rounds")
+    fieldsets = (
+        (None, {"fields": ("name", "active")}),
+        ("The rounds it opens", {"fields": ("emoji_set", "keyboard_size", "kind", "currency", "guess_price",
+                                            "prize_pool", "minutes")}),
+        ("When", {"fields": ("cron", "every_minutes", "tz", "when_open")}),
+        ("What it does", {"fields": readonly_fields}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        return self.fieldsets if obj is not None else self.fieldsets[:-1]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("emoji_set").annotate(n_rounds=Count("rounds"))
+
+    @admin.display(description="when")
+    def when(self, obj):
+        return when_text(obj)
+
+    @admin.display(description="or every N minutes")
+    def every_minutes(self, obj):  # what a reader without the change permission sees
+        return when_text(obj) if obj.every_seconds else "—"
+
+    @admin.display(description="rounds")
+    def terms(self, obj):
+        return (f"{obj.minutes} min, {amount(obj.guess_price, obj.currency)} a guess, 💎 {obj.prize_pool}, "
+                f"{obj.emoji_set.slug}")
+
+    @admin.display(description="next three ticks")
+    def next_runs(self, obj):
+        if obj.pk is not None and not obj.active:
+            return "paused: " + runs_text(obj)
+        return runs_text(obj)
+
+    def _rounds_url(self, obj) -> str:
+        return reverse("admin:games_round_changelist") + f"?schedule__id__exact={obj.pk}"
+
+    @admin.display(description="rounds opened", ordering="n_rounds")
+    def opened(self, obj):
+        return format_html('<a href="{}">{}</a>', self._rounds_url(obj), obj.n_rounds)
+
+    @admin.display(description="rounds it opened")
+    def opened_rounds(self, obj):
+        latest = list(obj.rounds.order_by("-created_at")[:5])
+        if not latest:
+            return "none yet"
+        items = format_html_join("", '<li><a href="{}">{}</a></li>',
+                                 ((reverse("admin:games_round_change", args=[r.pk]), str(r)) for r in latest))
+        return format_html('<ul>{}</ul><a href="{}">all {} of them</a>', items, self._rounds_url(obj),
+                           obj.rounds.count())
+
+    @admin.display(description="in EchoMQ")
+    def mirror(self, obj):
+        """Its mirror in Valkey: next tick, the last tick and what it did."""
+        try:
+            row = next((r for r in get_queue(tasks.QUEUE).schedules() if r["name"] == obj.mirror_name), None)
+        except echomq.UNAVAILABLE as exc:
+            return f"Valkey did not answer ({type(exc).__name__}); the rounds open when it does."
+        where = f"{tasks.QUEUE} / {obj.mirror_name}"
+        if row is None:
+            return f"{where}: not there; the reaper mirrors it within seconds."
+        state = ("paused" if row["paused"] else
+                 f"next tick {timezone.localtime(self._ms(row['next_ms'])):%Y-%m-%d %H:%M:%S %Z}")
+        if not row["last_job"]:
+            return f"{where}: {state}; no tick yet."
+        did = self._tick_outcome(row["last_job"])
+        return format_html("{}: {}; last tick {} ({}){}", where, state,
+                           f"{timezone.localtime(self._ms(row['last_ms'])):%Y-%m-%d %H:%M:%S %Z}",
+                           job_link(row["last_job"], tasks.QUEUE), f": {did}" if did else "")
+
+    @staticmethod
+    def _ms(ms: int) -> datetime:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.get_current_timezone())
+
+    @staticmethod
+    def _tick_outcome(job_id: str) -> str:
+        """What the tick's task did, from its result (gone after its TTL)."""
+        try:
+            result = schedules.open_scheduled_round.get_result(job_id)
+        except Exception:  # no result (yet, or any more): the job link tells the rest
+            return ""
+        if result.status != TaskResultStatus.SUCCESSFUL:
+            return result.status.lower()
+        value = result.return_value
+        return value.get("why", "") if isinstance(value, dict) else ""
+
+    @admin.action(description="Pause: their ticks open no round", permissions=["change"])
+    def pause(self, request, queryset):
+        self._set_active(request, queryset, False)
+
+    @admin.action(description="Resume from the next tick", permissions=["change"])
+    def resume(self, request, queryset):
+        self._set_active(request, queryset, True)
+
+    def _set_active(self, request, queryset, active: bool) -> None:
+        done = []
+        for s in queryset.filter(active=not active):
+            s.active = active
+            s.save(update_fields=["active", "updated_at"])  # its mirror follows on commit
+            self.log_change(request, s, "Resumed: it opens a round from its next tick." if active
+                            else "Paused: its ticks open no round until it is resumed.")
+            done.append(s.name)
+        verb = "resumed" if active else "paused"
+        self.message_user(request, f"{len(done)} schedule{'s' * (len(done) != 1)} {verb}"
+                                   f"{': ' + ', '.join(done) if done else ' (nothing to change)'}.")
 
 
 # -- players and money -----------------------------------------------------------

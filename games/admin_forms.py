@@ -8,7 +8,7 @@ from django import forms
 from django.utils import timezone
 
 from . import engine, rounds
-from .models import Currency, LedgerEntry, Round
+from .models import Currency, LedgerEntry, Round, RoundSchedule
 
 REFERENCE_LENGTH = LedgerEntry._meta.get_field("reference").max_length
 
@@ -84,6 +84,50 @@ class RoundChangeForm(forms.ModelForm):
                 raise forms.ValidationError("The end must be in the future; to close the round now, use "
                                             "\"Settle now\".")
         return ends_at
+
+
+MAX_EVERY_MINUTES = 365 * 24 * 60  # EchoMQ's longest interval: a year
+
+
+class RoundScheduleForm(forms.ModelForm):
+    """A round schedule: the rounds it opens, and when. "When" is a cron line
+    (in a time zone) or every N minutes; the model's ``clean`` checks it
+    with EchoMQ's own grid (``echomq.schedules.grid``), so what EchoMQ would
+    refuse is a form error here, never a 500."""
+
+    every_minutes = forms.IntegerField(
+        label="Or every N minutes", required=False, min_value=1, max_value=MAX_EVERY_MINUTES,
+        help_text="A round at each whole multiple of N minutes of UTC's clock (every 15: at :00, :15, :30, :45). "
+                  "Leave empty when you give a cron line.")
+
+    class Meta:
+        model = RoundSchedule
+        fields = ["name", "active", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool",
+                  "minutes", "cron", "tz", "when_open"]
+        labels = {"minutes": "Round length (minutes)", "prize_pool": "Starting pool", "cron": "Cron line"}
+        help_texts = {
+            "when_open": "At a tick while the last round this schedule opened is still open: <b>skip the tick</b> "
+                         "(one round of this schedule at a time; the first tick once it has ended opens the next) or "
+                         "<b>open alongside</b> (every tick opens a round, whatever is still open).",
+            "cron": "Five fields: minute hour day-of-month month day-of-week, e.g. <code>*/15 * * * *</code> or "
+                    "<code>0 20 * * 1-5</code> (or @hourly, @daily…), in the time zone below.",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        seconds = self.instance.every_seconds
+        if seconds and seconds % 60 == 0:
+            self.fields["every_minutes"].initial = seconds // 60
+        elif seconds:
+            self.fields["every_minutes"].help_text += (f" Now every {seconds} seconds (set outside the admin): "
+                                                       "saving asks for whole minutes.")
+
+    def clean(self):
+        data = super().clean()
+        if "every_minutes" in data:  # the model's clean judges it together with the cron line
+            minutes = data["every_minutes"]
+            self.instance.every_seconds = None if minutes is None else minutes * 60
+        return data
 
 
 class GrantForm(forms.Form):

@@ -8,7 +8,10 @@ guess will be scored: by the job enqueued on commit, or -- if Valkey was
 unreachable then -- by the job the reaper's relay enqueues later under the
 same JOB id, which the queue deduplicates).
 
-The transaction is four statements between BEGIN and COMMIT, none of them a
+A guess is written one of two ways, and no third. On PostgreSQL the usual
+guess is one statement (below); everything else -- SQLite, a free round,
+a guess the one statement did not take, refusals included -- is one ORM
+transaction of four statements between BEGIN and COMMIT, none of them a
 read-then-write:
 
 1. the round and this player's locks on it, in one SELECT that share-locks
@@ -20,9 +23,9 @@ read-then-write:
    the stronger ``FOR UPDATE`` did, a deadlock when a player's first
    guess in a round was being scored as the round closed. (SQLite runs one
    writing transaction at a time.)
-2. the charge: ``UPDATE wallet … WHERE balance >= price RETURNING`` (it
-   row-locks the wallet; no row means not enough funds),
-3. the ledger row,
+2. the charge, ``wallet.charge``: ``UPDATE wallet … WHERE balance >= price
+   RETURNING`` (it row-locks the wallet; no row means not enough funds),
+3. the ledger row (2 and 3 skipped for a free round),
 4. the guess. Its unique constraints make the database the judge of the
    two things that would otherwise need a read under the wallet lock: the
    same idempotency key twice for one player and round (the second insert
@@ -34,8 +37,16 @@ On PostgreSQL the usual guess (a priced round, sent with the player's
 locked emojis in their slots, as the form does) is one statement in
 autocommit instead (``_submit_in_one_statement``): data-modifying CTEs make
 the checks of statement 1 and the writes of 2-4 together, so it too has two
-outcomes and no third. Anything else -- refusals included -- falls through
-to the transaction, which decides and says why.
+outcomes and no third. Its price and currency come from a per-process
+cache of the round, and the statement checks them against the row: a
+round repriced since (by a shell, a migration: not the admin) takes the
+transaction, which reads the row, charges what it says and refreshes the
+cache. (The keyboard, checked in Python against the same cache, is not
+checked again by the statement: a jsonb containment cost each guess
+about 17 us of PostgreSQL's time, and an emoji off a keyboard changed
+behind the admin's back charges nothing wrong -- it only cannot score.)
+Anything else -- refusals included -- falls through to the transaction,
+which decides and says why.
 
 The payload names the guess and the round, never the secret; the worker
 reads the secret from the database.
@@ -60,7 +71,7 @@ from echomq.contrib.django import get_queue
 
 from . import engine, locks, wallet
 from . import metrics as game_metrics
-from .rows import insert_row, mark_saved
+from .rows import mark_saved
 from .errors import (NotEnoughFunds, OffKeyboard, RepeatedGuess, RoundClosed, RoundExpired,
                      RoundNotFound, SubmitError, WrongLength)
 from .models import Guess, LedgerEntry, Lock, Player, Round
@@ -162,8 +173,10 @@ def _round_and_locks(player_id: str, round_id: str) -> tuple[_Open | None, dict[
 
 @dataclass(frozen=True)
 class _Fixed:
-    """A round's fields that never change once it exists (the admin shows
-    them read-only): each process reads them once per round."""
+    """A round's fields that do not change once it exists (the admin shows
+    them read-only): each process reads them once per round. Nothing else
+    promises they stay fixed, so the one statement checks them against the
+    row, and the transaction path refreshes them from its read."""
     keyboard: frozenset
     currency: str
     guess_price: int
@@ -173,15 +186,21 @@ _FIXED_MAX = 10_000
 _fixed_rounds: dict[str, _Fixed] = {}
 
 
+def _keep_fixed(round_id: str, fixed: _Fixed) -> _Fixed:
+    if _fixed_rounds.get(round_id) != fixed:
+        if len(_fixed_rounds) >= _FIXED_MAX:
+            _fixed_rounds.clear()
+        _fixed_rounds[round_id] = fixed
+    return fixed
+
+
 def _fixed(round_id: str) -> _Fixed | None:
     fixed = _fixed_rounds.get(round_id)
     if fixed is None:
         row = Round.objects.filter(pk=round_id).values_list("keyboard", "currency", "guess_price").first()
         if row is None:
             return None
-        if len(_fixed_rounds) >= _FIXED_MAX:
-            _fixed_rounds.clear()
-        fixed = _fixed_rounds[round_id] = _Fixed(frozenset(row[0]), row[1], row[2])
+        fixed = _keep_fixed(round_id, _Fixed(frozenset(row[0]), row[1], row[2]))
     return fixed
 
 
@@ -191,25 +210,25 @@ def _json(value):
 
 
 @functools.cache
-def _statement(currency: str, guarded: bool) -> str:
+def _statement(currency: str) -> str:
     """The guess written with its charge, as one statement (PostgreSQL),
     built once: the wallet's charge CTEs (``w`` takes the price, ``l``
     writes the ledger row) and ``g``, the guess, selecting from ``w`` -- so
     the guess is written only if the charge is, and a refused INSERT (a
     unique constraint) fails the whole statement.
 
-    ``guarded`` adds the two checks the transaction's statement 1 makes,
-    for the autocommit path: ``r``, the round is open (share-locked, as
-    statement 1 does), and ``bad``, none of the player's locks differs from
-    what was sent; the charge is made only if both hold."""
+    Two CTEs make the checks the transaction's statement 1 makes: ``r``,
+    the round is open (share-locked, as statement 1 does) and still has
+    the price and currency the guess was priced with (the process's cache
+    of them), and ``bad``, none of the player's locks differs from what was
+    sent; the charge is made only if both hold."""
     qn = connection.ops.quote_name
-    guard, only_if = "", ""
-    if guarded:
-        guard = (f"r AS (SELECT 1 FROM {qn(Round._meta.db_table)} WHERE {qn('id')} = %(round)s "
-                 f"AND {qn('status')} = %(open)s AND {qn('ends_at')} > %(now)s FOR SHARE), "
-                 f"bad AS (SELECT 1 FROM {qn(Lock._meta.db_table)} WHERE {qn('round_id')} = %(round)s "
-                 f"AND {qn('player_id')} = %(player)s AND {qn('emoji')} <> (%(final)s::jsonb ->> {qn('position')})), ")
-        only_if = " AND EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM bad)"
+    guard = (f"r AS (SELECT 1 FROM {qn(Round._meta.db_table)} WHERE {qn('id')} = %(round)s "
+             f"AND {qn('status')} = %(open)s AND {qn('ends_at')} > %(now)s AND {qn('guess_price')} = %(amount)s "
+             f"AND {qn('currency')} = %(currency)s FOR SHARE), "
+             f"bad AS (SELECT 1 FROM {qn(Lock._meta.db_table)} WHERE {qn('round_id')} = %(round)s "
+             f"AND {qn('player_id')} = %(player)s AND {qn('emoji')} <> (%(final)s::jsonb ->> {qn('position')})), ")
+    only_if = " AND EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM bad)"
     values = {"id": "%(guess)s", "job_id": "%(job)s", "player_id": "%(player)s", "round_id": "%(round)s",
               "idempotency_key": "%(key)s", "emojis_sent": "%(sent)s", "emojis_final": "%(final)s",
               "currency": "%(currency)s", "price": "%(amount)s", "status": "%(status)s", "total": "NULL",
@@ -221,10 +240,10 @@ def _statement(currency: str, guarded: bool) -> str:
             f"SELECT {', '.join(values.values())} FROM w) SELECT 1 FROM w")
 
 
-def _write_with_charge(guess: Guess, *, guarded: bool) -> bool:
+def _write_with_charge(guess: Guess) -> bool:
     """Run :func:`_statement` for ``guess`` (unsaved, priced); True if it
     was written with its charge, False (nothing written) if the balance was
-    short or, ``guarded``, the round or the locks said no."""
+    short, or the round or the locks said no."""
     params = wallet.charge_params(guess.player_id, guess.currency, guess.price, LedgerEntry.Reason.GUESS,
                                   guess.id, guess.created_at)
     sent = _json(guess.emojis_sent)
@@ -233,7 +252,7 @@ def _write_with_charge(guess: Guess, *, guarded: bool) -> bool:
                   key=guess.idempotency_key, status=guess.status, fingerprint=guess.fingerprint,
                   sent=sent, final=final)
     with connection.cursor() as cursor:
-        cursor.execute(_statement(params["currency"], guarded), params)
+        cursor.execute(_statement(params["currency"]), params)
         written = cursor.fetchone() is not None
     if written:
         mark_saved(guess)
@@ -265,9 +284,10 @@ def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key
 
     Answers None, having written nothing, when it cannot take the guess as
     sent -- no such round, a free round, off the keyboard (checked here
-    from the round's fixed fields), or closed, expired, a lock
-    that differs, short of funds (checked by the statement): the
-    transaction path then decides, and says why if it refuses. The same
+    from the round's cached fields), or closed, expired, a lock that
+    differs, short of funds, a price or currency that is no longer the
+    cached one (checked by the statement): the transaction
+    path then decides, and says why if it refuses. The same
     unique constraints judge a replayed key or a repeated guess (an
     IntegrityError, as in the transaction path)."""
     if connection.vendor != "postgresql":
@@ -279,7 +299,7 @@ def _submit_in_one_statement(player_id: str, round_id: str, sent: list[str], key
     guess = _new_guess(player_id, round_id, key, sent, sent, fixed.currency, fixed.guess_price)
     with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
         # (inside a caller's transaction, a savepoint keeps a refused INSERT from spoiling it)
-        written = _write_with_charge(guess, guarded=True)
+        written = _write_with_charge(guess)
     return guess if written else None
 
 
@@ -291,23 +311,18 @@ def _submit_in_transaction(player_id: str, round_id: str, sent: list[str], key: 
         raise RoundClosed(rnd.status)
     if not rnd.is_open:
         raise RoundExpired()
+    _keep_fixed(round_id, _Fixed(rnd.keyboard, rnd.currency, rnd.guess_price))  # as the row says now
     off = list(dict.fromkeys(e for e in sent if not isinstance(e, str) or e not in rnd.keyboard))
     if off:
         raise OffKeyboard([str(e) for e in off])
     final = locks.overlay(sent, my_locks)
     guess = _new_guess(player_id, round_id, key, sent, final, rnd.currency, rnd.guess_price)
-    if not guess.price:
-        insert_row(guess)  # = guess.save(force_insert=True), without the compiler's CPU
-        return guess
-    if connection.vendor == "postgresql":  # the guess is written with its charge, in one statement
-        if _write_with_charge(guess, guarded=False):
-            return guess
-        raise NotEnoughFunds(rnd.currency, guess.price, wallet.balances(player_id)[rnd.currency])
-    try:
-        wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id)
-    except wallet.InsufficientFunds as short:
-        raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
-    insert_row(guess)
+    if guess.price:
+        try:
+            wallet.charge(player_id, rnd.currency, guess.price, LedgerEntry.Reason.GUESS, guess.id)
+        except wallet.InsufficientFunds as short:
+            raise NotEnoughFunds(rnd.currency, guess.price, short.available) from None
+    guess.save(force_insert=True)
     return guess
 
 

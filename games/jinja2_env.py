@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import datetime
 import functools
-import secrets
 from decimal import Decimal
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_token
+from django.middleware.csrf import get_token
 from django.template.defaultfilters import date as _date
 from django.template.defaultfilters import pluralize
 from django.templatetags.static import static as _static
@@ -82,37 +81,12 @@ def _forget_addresses(setting, **kwargs):
         static.cache_clear()
 
 
-_CSRF_INDEX = {c: i for i, c in enumerate(CSRF_ALLOWED_CHARS)}
-_CSRF_BASE = len(CSRF_ALLOWED_CHARS)
-_CSRF_FAIR = 256 - 256 % _CSRF_BASE  # bytes below this map onto the alphabet evenly
-
-
-def masked_csrf_token(request) -> str:
-    """What Django's ``get_token(request)`` answers -- the request's CSRF
-    secret, flagged so the response renews its cookie, masked with a fresh
-    random mask -- with the mask drawn from one read of the OS's random
-    source. Django draws it one character at a time (``secrets.choice``, a
-    system call each): 80 µs of every page here. A request without a secret
-    yet gets one from ``get_token`` itself, as before."""
-    meta = request.META
-    if "CSRF_COOKIE" not in meta:
-        get_token(request)  # makes the secret and flags the new cookie
-    secret = meta["CSRF_COOKIE"]
-    meta["CSRF_COOKIE_NEEDS_UPDATE"] = True
-    mask: list[int] = []
-    while len(mask) < CSRF_SECRET_LENGTH:
-        mask += [b % _CSRF_BASE for b in secrets.token_bytes(CSRF_SECRET_LENGTH + 16) if b < _CSRF_FAIR]
-    mask = mask[:CSRF_SECRET_LENGTH]
-    chars = CSRF_ALLOWED_CHARS
-    return ("".join(chars[m] for m in mask)
-            + "".join(chars[(_CSRF_INDEX[c] + m) % _CSRF_BASE] for c, m in zip(secret, mask)))
-
-
 class _CsrfInput:
-    """The form's hidden CSRF input, made on first use and then reused: one
-    token per page, as Django's ``{% csrf_token %}`` gives (the backend's
-    ``csrf_input`` masks a new token at every use), and none asked for --
-    so no CSRF cookie set -- on a page without a form."""
+    """The form's hidden CSRF input, made on first use (Django's
+    ``get_token``) and then reused: one token per page, as Django's
+    ``{% csrf_token %}`` gives (the backend's ``csrf_input`` masks a new
+    token at every use), and none asked for -- so no CSRF cookie set -- on
+    a page without a form."""
 
     __slots__ = ("_request", "_html")
 
@@ -122,7 +96,7 @@ class _CsrfInput:
     def __html__(self) -> str:
         if self._html is None:
             self._html = format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">',
-                                     masked_csrf_token(self._request))
+                                     get_token(self._request))
         return self._html
 
     __str__ = __html__

@@ -10,17 +10,27 @@ settlement.
 """
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from . import emoji_sets
+from echomq import schedules as emq_schedules
+from echomq.errors import ArgumentError
+
+from . import emoji_sets, engine
 from .emoji_sets import DEFAULT_KEYBOARD_SIZE  # noqa: F401 -- re-exported (rounds, create_round)
 from .fields import BrandedIdField
 
 DEFAULT_BLIND_WEIGHTS = [40, 25, 15, 12, 8]
+# A pool so large that paying it could overflow a wallet's balance (a
+# 64-bit column) would leave its round unsettleable: pools stay far below.
+MAX_POOL = 10**12  # diamonds
 
 
 def default_blind_weights() -> list[int]:
@@ -83,6 +93,12 @@ class Round(models.Model):
     ends_at = models.DateTimeField()
     settled_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(default=dict, blank=True, help_text="payouts, written at settlement")
+    # A round a schedule opened names it, and the JOB id of the tick that
+    # opened it: unique, so a redelivered tick opens nothing more.
+    schedule = models.ForeignKey("RoundSchedule", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="rounds", help_text="the schedule that opened it")
+    schedule_job = BrandedIdField("JOB", null=True, blank=True, unique=True, default=None,
+                                  help_text="the JOB id of the schedule's tick that opened it")
 
     class Meta:
         ordering = ["-created_at"]
@@ -126,6 +142,132 @@ class Round(models.Model):
     @property
     def public_nonce(self) -> str | None:
         return self.nonce if self.revealed and self.nonce else None
+
+
+MAX_ROUND_MINUTES = 60 * 24 * 30  # a scheduled round lasts at most 30 days (as one made by hand)
+
+
+class RoundSchedule(models.Model):
+    """Opens a round at each tick of a cron line or every N seconds.
+
+    The row is the truth; ``games.schedules`` mirrors it into an EchoMQ
+    schedule on ``cm.tasks`` (the timer) and opens the round when a tick
+    comes. The round is made from the row as it is at the tick, so changing
+    the price or the pool changes the next round, not the timer."""
+
+    class Policy(models.TextChoices):
+        SKIP = "skip", "skip the tick"
+        ALONGSIDE = "alongside", "open alongside"
+
+    name = models.CharField(max_length=120, unique=True, help_text="the title of the rounds it opens")
+    emoji_set = models.ForeignKey(EmojiSet, on_delete=models.PROTECT, related_name="schedules")
+    keyboard_size = models.PositiveSmallIntegerField(
+        null=True, blank=True, default=DEFAULT_KEYBOARD_SIZE,
+        help_text="how many emojis of the set go on each round's keyboard; blank for the whole set")
+    kind = models.CharField(max_length=8, choices=Round.Kind.choices, default=Round.Kind.CLASSIC)
+    currency = models.CharField(max_length=8, choices=[(Currency.KEYS, "keys"), (Currency.CLIPS, "clips")],
+                                default=Currency.KEYS)
+    guess_price = models.PositiveIntegerField(default=1)
+    prize_pool = models.PositiveBigIntegerField(default=0, help_text="diamonds each round starts with")
+    minutes = models.PositiveIntegerField(default=60, help_text="how long each round stays open")
+    cron = models.CharField(max_length=emq_schedules.MAX_CRON, blank=True,
+                            help_text="a cron line of five fields, e.g. */15 * * * *, in the time zone below")
+    every_seconds = models.PositiveIntegerField(null=True, blank=True,
+                                                help_text="or a round every this many seconds, on UTC's clock")
+    tz = models.CharField("time zone", max_length=emq_schedules.MAX_CRON, default="UTC",
+                          help_text="the cron line's time zone, e.g. Europe/Paris")
+    active = models.BooleanField(default=True, help_text="untick to pause: no tick opens a round")
+    when_open = models.CharField(
+        "if its last round is still open", max_length=10, choices=Policy.choices, default=Policy.SKIP,
+        help_text="at a tick while a round this schedule opened is still open: skip the tick (one round of "
+                  "this schedule at a time), or open the new round alongside it")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=(Q(cron="") & Q(every_seconds__gte=1))
+                                   | (~Q(cron="") & Q(every_seconds__isnull=True)),
+                                   name="schedule_cron_or_every"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def mirror_name(self) -> str:
+        """Its EchoMQ schedule's name."""
+        return f"round-schedule-{self.pk}"
+
+    def grid(self):
+        """The EchoMQ grid of its ticks (``echomq.schedules.grid``); raises
+        ArgumentError for a definition EchoMQ refuses."""
+        if self.cron:
+            return emq_schedules.grid(cron=self.cron, tz=self.tz)
+        return emq_schedules.grid(every_ms=None if self.every_seconds is None else self.every_seconds * 1000)
+
+    def next_runs(self, n: int = 3, after: datetime | None = None) -> list[datetime]:
+        """Its next ``n`` ticks after ``after`` (default now), in its time
+        zone; ValueError when it has none (a cron line that never comes)."""
+        g, zone = self.grid(), ZoneInfo(self.tz)
+        ms = int((after or timezone.now()).timestamp() * 1000)
+        out = []
+        for _ in range(n):
+            ms = g.after(ms)
+            if ms > emq_schedules.MAX_TICK:
+                raise ValueError("no tick before 2093")
+            out.append(datetime.fromtimestamp(ms / 1000, zone))
+        return out
+
+    @property
+    def duration(self) -> timedelta:
+        return timedelta(minutes=self.minutes)
+
+    def clean(self):
+        """Every problem at once, each on its field: a definition EchoMQ
+        refuses (its ArgumentError), a cron line that never comes or ticks
+        by the second, a keyboard the set cannot fill."""
+        super().clean()
+        errors: dict[str, list[str]] = {}
+        cron = (self.cron or "").strip()
+        self.cron = cron
+        if cron and self.every_seconds is not None:
+            errors.setdefault(NON_FIELD_ERRORS, []).append("Give a cron line or an interval, not both.")
+        elif not cron and self.every_seconds is None:
+            errors.setdefault(NON_FIELD_ERRORS, []).append("Give a cron line or an interval.")
+        elif cron and not (cron.startswith("@") or len(cron.split()) == 5):
+            errors.setdefault("cron", []).append(
+                "Five fields: minute hour day-of-month month day-of-week (or @hourly, @daily...); "
+                "rounds open at most once a minute, so no seconds field.")
+        elif self.every_seconds is not None and self.tz != "UTC":
+            errors.setdefault("tz", []).append("An interval ticks on UTC's clock; a time zone goes with a cron "
+                                               "line. Leave UTC here, or give a cron line.")
+        else:
+            try:
+                self.next_runs(1)
+            except ArgumentError as exc:
+                field = "tz" if "time zone" in str(exc) else "cron" if cron else NON_FIELD_ERRORS
+                errors.setdefault(field, []).append(f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
+            except (ValueError, OverflowError):
+                errors.setdefault("cron", []).append("This cron line never comes (e.g. 30 February).")
+        if self.minutes is not None and not 1 <= self.minutes <= MAX_ROUND_MINUTES:
+            errors.setdefault("minutes", []).append(f"From 1 to {MAX_ROUND_MINUTES} minutes (30 days).")
+        if self.prize_pool is not None and self.prize_pool > MAX_POOL:
+            errors.setdefault("prize_pool", []).append(f"At most {MAX_POOL:,} diamonds.")
+        es = EmojiSet.objects.filter(pk=self.emoji_set_id).first() if self.emoji_set_id else None
+        if es is not None:
+            try:
+                emoji_sets.validate_emoji_set(es.emojis, field="emoji_set")
+            except ValidationError as exc:
+                errors.setdefault("emoji_set", []).extend(exc.messages)
+            size = self.keyboard_size
+            if size is not None and not engine.SIZE <= size <= len(es.emojis):
+                errors.setdefault("keyboard_size", []).append(
+                    f"From {engine.SIZE} to {len(es.emojis)} (the {es.title} set's size), "
+                    "or blank for the whole set.")
+        if errors:
+            raise ValidationError(errors)
 
 
 class Player(models.Model):

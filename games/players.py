@@ -1,16 +1,15 @@
 """Players: one per user, created together with an empty wallet.
 
-Every signed-in request needs the user and the player. Both rarely change,
-so both are served from the cache (``settings.CACHES``, on Valkey) and read
-from the database only on a miss: the user by ``CachedModelBackend``, the
-player by ``ensure_player``. A request's session usually brings both along
-in the same round trip (``games.sessions``: the session's *identity*); else
-they come from the per-user cache. A saved or deleted user (a password
-change, a deactivation, a login's ``last_login``) drops its cached copies
-at once, identities included; the short ``CACHE_SECONDS`` bounds what a
-change that bypasses ``save()`` (a queryset ``update()``) can leave stale.
-Permissions are never cached: the cached user is the bare row, and
-``has_perm`` reads the grants per request.
+Every signed-in request needs the user and the player. A request's session
+usually brings both along in the same round trip (``games.sessions``: the
+session's *identity*, which never holds the password hash); else
+``CachedModelBackend`` reads the user row from the database, and the player
+comes from the cache (``settings.CACHES``, on Valkey: its id and creation
+time, JSON) or the database. A saved or deleted user (a password change, a
+deactivation, a login's ``last_login``) drops its cached identities and
+player at once; the short ``CACHE_SECONDS`` bounds what a change that
+bypasses ``save()`` (a queryset ``update()``) can leave stale.
+Permissions are never cached: ``has_perm`` reads the grants per request.
 """
 from __future__ import annotations
 
@@ -24,49 +23,46 @@ from django.db.models.signals import post_delete, post_save
 
 from . import sessions
 from .models import Player, Wallet
-
-CACHE_SECONDS = 120
-
-
-def _user_key(user_id) -> str:
-    return f"user:{user_id}"
+from .sessions import CACHE_SECONDS, player_from, player_value
 
 
 def _player_key(user_id) -> str:
     return f"player-of:{user_id}"
 
 
+def _cached_player(user_id) -> Player | None:
+    value = cache.get(_player_key(user_id))
+    try:
+        return player_from(value, user_id) if value is not None else None
+    except (KeyError, TypeError, ValueError):
+        return None  # not what this version writes: read the row
+
+
 class CachedModelBackend(ModelBackend):
     """Django's ModelBackend with ``get_user`` (run on every request) served
-    from the cache."""
+    from the session's identity when it has one (``games.sessions``)."""
 
     def get_user(self, user_id):
         session = sessions.asking.get()
-        identity = getattr(session, "identity", None)
-        if identity is not None and identity[0].pk == user_id:  # came with the session: no round trip
-            user, player = identity
-        else:
-            # One round trip for both: the player comes along for ensure_player.
-            found = cache.get_many([_user_key(user_id), _player_key(user_id)])
-            user, player = found.get(_user_key(user_id)), found.get(_player_key(user_id))
-            if user is None:
-                user = super().get_user(user_id)
-                if user is not None:
-                    cache.set(_user_key(user_id), user, CACHE_SECONDS)
-            if user is not None and player is None:
-                player = Player.objects.filter(user_id=user.pk).only("id", "user_id", "created_at").first()
+        user = sessions.identity_user(session, user_id) if session is not None else None
+        if user is None:
+            user = super().get_user(user_id)
+            if user is not None:
+                player = _cached_player(user.pk)
+                if player is None:
+                    player = Player.objects.filter(user_id=user.pk).only("id", "user_id", "created_at").first()
+                    if player is not None:
+                        player = _bare(player)
+                        cache.set(_player_key(user.pk), player_value(player), CACHE_SECONDS)
                 if player is not None:
-                    player = _bare(player)
-                    cache.set(_player_key(user_id), player, CACHE_SECONDS)
-            if user is not None and session is not None:
-                session.remember(user, player, CACHE_SECONDS)  # the session's next requests bring both
-        if user is not None and player is not None:
-            user._cached_player = player
+                    user._cached_player = player
+                if session is not None:
+                    session.identity_used = False  # remembered once Django has verified the session
         return user if self.user_can_authenticate(user) else None
 
 
 def _drop_cached(user_pk) -> None:
-    cache.delete_many([_user_key(user_pk), _player_key(user_pk)])
+    cache.delete(_player_key(user_pk))
     sessions.forget_identities(user_pk)
 
 
@@ -98,13 +94,13 @@ post_delete.connect(_forget_player, sender=Player, dispatch_uid="games.players.f
 
 def ensure_player(user) -> Player:
     """The user's player, created (with its wallet) on first use."""
-    player = getattr(user, "_cached_player", None) or cache.get(_player_key(user.pk))
+    player = getattr(user, "_cached_player", None) or _cached_player(user.pk)
     if player is None:
         with transaction.atomic():
             player, _ = Player.objects.get_or_create(user=user)
             Wallet.objects.get_or_create(player=player)
         player = _bare(player)
-        cache.set(_player_key(user.pk), player, CACHE_SECONDS)
+        cache.set(_player_key(user.pk), player_value(player), CACHE_SECONDS)
     Player.user.field.set_cached_value(player, user)  # no query for player.user (the descriptor's checks: not needed)
     return player
 

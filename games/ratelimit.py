@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import ipaddress
 import logging
 import math
 import re
@@ -29,7 +30,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 
-from . import rides, scripts
+from . import rides, scripts, sessions
 
 log = logging.getLogger("games.ratelimit")
 
@@ -63,7 +64,9 @@ def rate(name: str) -> Rate | None:
     return parse_rate(text) if text else None
 
 
-_HIT = scripts.load("ratelimit_hit")  # lua/games/ratelimit_hit.lua: INCR, PEXPIRE on the first hit
+# lua/games/ratelimit_hit.lua: INCR, PEXPIRE on the first hit; with a
+# session's keys (a hit riding with the session's read), only while both exist.
+_HIT = scripts.load("ratelimit_hit")
 
 
 @dataclass(frozen=True)
@@ -104,24 +107,31 @@ def hit(name: str, ident: str) -> Hit:
 
 def _hit_riding(name: str):
     """The hit of limit ``name`` for the session's user, made to go out with
-    the session's read (``games.rides``)."""
+    the session's read (``games.rides``) -- so before anyone knows whether
+    the session is still good: it counts only if the session's cache entry
+    and its identity are both there (``lua/games/ratelimit_hit.lua``)."""
     def make(request, who) -> rides.Ride | None:
         r = rate(name)
         if r is None:
             return None
         key, window, now_ms = _counter(name, f"user:{who[0]}", r)
-        return rides.Ride(("EVALSHA", _HIT.sha, 1, key, r.seconds * 1000 + 1000), who, script=_HIT,
+        alive = sessions.signed_in_keys(request.session.session_key)
+        return rides.Ride(("EVALSHA", _HIT.sha, 3, key, *alive, r.seconds * 1000 + 1000), who, script=_HIT,
                           meta=(r, key, window, now_ms))
     return make
 
 
-def _hit_from(name: str, ride: rides.Ride) -> Hit:
+def _hit_from(name: str, ride: rides.Ride) -> Hit | None:
+    """The verdict of a hit that rode along; None if it was not counted
+    (the session or its identity was gone when it arrived)."""
     r, key, window, now_ms = ride.meta
     if isinstance(ride.error, UNAVAILABLE):
         log.warning("rate limit %s not checked, Valkey unreachable: %s", name, ride.error)
         return Hit(True)
     if ride.error is not None:
         raise ride.error
+    if not ride.reply:
+        return None
     return _verdict(ride.reply, r, key, window, now_ms)
 
 
@@ -134,16 +144,37 @@ def undo(h: Hit) -> None:
             log.warning("rate limit hit %s not given back: %s", h.key, exc)
 
 
+IPV6_PREFIX = 64  # an IPv6 client holds (at least) a whole /64: it counts as one address
+
+
+def counted_address(address: str) -> str:
+    """The address a limit counts: an IPv4 address as it is; an IPv6 one
+    as its /64 -- one subscriber's network, across which a client picks
+    any address it likes -- written as the network's first address (so it
+    is still a valid address for django-axes' records); an IPv4-mapped
+    IPv6 address as its IPv4 address. Anything else as it came."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip.packed, IPV6_PREFIX), strict=False).network_address)
+    return str(ip)
+
+
 def client_ip(request) -> str:
-    """The address a request comes from. ``REMOTE_ADDR``, unless
-    ``settings.BEHIND_PROXY`` says a proxy is in front: then the last
-    ``X-Forwarded-For`` hop, the one that proxy appended (earlier hops are
-    whatever the client sent, so they are never trusted)."""
+    """The address a request counts as (:func:`counted_address`: IPv6 by
+    its /64). ``REMOTE_ADDR``, unless ``settings.BEHIND_PROXY`` says a
+    proxy is in front: then the last ``X-Forwarded-For`` hop, the one that
+    proxy appended (earlier hops are whatever the client sent, so they are
+    never trusted)."""
     if settings.BEHIND_PROXY:
         hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
         if hops:
-            return hops[-1][:64]
-    return request.META.get("REMOTE_ADDR") or "unknown"
+            return counted_address(hops[-1][:64])
+    return counted_address(request.META.get("REMOTE_ADDR") or "unknown")
 
 
 def _wait(seconds: int) -> str:
@@ -173,7 +204,9 @@ def limited(name: str):
         @functools.wraps(view)
         def inner(request, *args, **kwargs):
             ride = rides.taken(request, f"limit:{name}", request.user.pk)
-            h = _hit_from(name, ride) if ride is not None else hit(name, f"user:{request.user.pk}")
+            h = _hit_from(name, ride) if ride is not None else None
+            if h is None:  # nothing rode, or it was not counted: count it now, the session checked
+                h = hit(name, f"user:{request.user.pk}")
             if not h.allowed:
                 log.info("rate limit %s refused user %s", name, request.user.pk)
                 return too_many(request, name, h.retry_after)

@@ -16,9 +16,11 @@ for the identity this process last saw with this session key
 does not change. The view checks it all the same: :func:`taken` hands a
 reply over only if it was made for the user and player the session turned
 out to have; otherwise the view makes its call as before. So a ride can
-only save a round trip, never change an answer -- except that a rate-limit
-hit made for a session that has since logged out still counts against that
-player, once.
+only save a round trip, never change an answer. A call that writes (the
+rate limit's hit) must also check, in the same script, that the session
+is still signed in (``games.ratelimit``): otherwise a session key that was
+logged out, or whose user changed, elsewhere would keep counting hits
+against its former owner.
 
 Nothing rides on a cluster (the session and the view's keys live on
 different nodes), when the cache is on another server than the queues, on

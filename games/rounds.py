@@ -12,14 +12,14 @@ import hashlib
 import logging
 import secrets
 from functools import partial
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Sequence
 
 from django.db import transaction
 from django.utils import timezone
 
 from . import emoji_sets, engine
-from .models import DEFAULT_KEYBOARD_SIZE, EmojiSet, Round
+from .models import DEFAULT_KEYBOARD_SIZE, MAX_POOL, EmojiSet, Round
 from .tasks import announce_round
 
 log = logging.getLogger("games.rounds")
@@ -28,9 +28,6 @@ SEPARATOR = "\x1e"
 _random = secrets.SystemRandom()
 
 
-# A pool so large that paying it could overflow a wallet's balance (a
-# 64-bit column) would leave its round unsettleable: pools stay far below.
-MAX_POOL = 10**12  # diamonds
 MAX_WEIGHTS, MAX_WEIGHT = 20, 10_000  # a blind round pays at most 20 ranks
 
 
@@ -63,8 +60,11 @@ def new_nonce() -> str:
 def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currency: str = "keys",
                  guess_price: int = 1, prize_pool: int = 0, duration: timedelta = timedelta(hours=1),
                  keyboard_size: int | None = DEFAULT_KEYBOARD_SIZE, weights: list[int] | None = None,
-                 title: str = "") -> Round:
-    """Create and save an open round; ``keyboard_size=None`` uses the whole set."""
+                 title: str = "", ends_at: datetime | None = None, schedule=None,
+                 schedule_job: str | None = None) -> Round:
+    """Create and save an open round; ``keyboard_size=None`` uses the whole
+    set. ``ends_at`` (a time ahead) replaces now + ``duration``; a round a
+    schedule opens names it and its tick's JOB id (``games.schedules``)."""
     kind = Round.Kind(kind)
     try:
         # A repeated emoji could be drawn twice into the secret, which no
@@ -76,7 +76,9 @@ def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currenc
     size = len(pool) if keyboard_size is None else keyboard_size
     if size < engine.SIZE or size > len(pool):
         raise RoundError(f"keyboard size must be between {engine.SIZE} and {len(pool)}")
-    if duration.total_seconds() <= 0:
+    now = timezone.now()
+    ends_at = now + duration if ends_at is None else ends_at
+    if ends_at <= now:
         raise RoundError("a round must last some time")
     if weights is not None and weights_problem(list(weights)):
         raise RoundError(weights_problem(list(weights)))
@@ -85,12 +87,11 @@ def create_round(emoji_set: EmojiSet, *, kind: str = Round.Kind.CLASSIC, currenc
     keyboard = pool if size == len(pool) else _random.sample(pool, size)
     secret = _random.sample(keyboard, engine.SIZE)
     nonce = new_nonce() if kind == Round.Kind.BLIND else ""
-    now = timezone.now()
     rnd = Round(
         title=title, emoji_set=emoji_set, keyboard=keyboard, secret=secret, kind=kind,
         currency=currency, guess_price=guess_price, prize_pool=prize_pool,
         nonce=nonce, commitment=commitment(secret, nonce) if nonce else "",
-        created_at=now, ends_at=now + duration,
+        created_at=now, ends_at=ends_at, schedule=schedule, schedule_job=schedule_job,
     )
     if weights is not None:
         rnd.weights = list(weights)

@@ -1,14 +1,9 @@
 """Rows written and read through a plain cursor, for the hot paths.
 
-Built by ``Model.save(force_insert=True)``, a guess and its ledger row cost
-more CPU in Django's query compiler than the INSERTs themselves. ``insert_row``
-builds each model's statement once and adapts every value with the field's
-own ``pre_save``/``get_db_prep_save``, so the row written is the one
-``save`` would write (SQLite's guess path and free guesses use it; on
-PostgreSQL the guess and its charge are one statement, built in
-``games.guesses``). It sends no ``pre_save``/``post_save`` signals: use it
-only for models nothing listens to (``Guess``, ``LedgerEntry``) and whose
-primary key is set before the insert (branded ids are).
+The guess POST's one statement on PostgreSQL (``games.guesses``) writes the
+guess and its ledger row itself; :func:`mark_saved` tells the instances so.
+Reading, :func:`from_row` and :func:`convert` turn a plain cursor's row into
+what the ORM would have made of it (the round page's one statement).
 """
 from __future__ import annotations
 
@@ -17,34 +12,10 @@ from functools import cache
 from django.db import connection
 
 
-@cache
-def _columns(model) -> tuple[tuple, str]:
-    fields = tuple(model._meta.concrete_fields)
-    qn = connection.ops.quote_name
-    return fields, ", ".join(qn(f.column) for f in fields)
-
-
-def _params(obj, fields) -> list:
-    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-
-
-def _saved(obj) -> None:
-    obj._state.adding, obj._state.db = False, connection.alias
-
-
-def insert_row(obj) -> None:
-    """Write ``obj`` as a new row, as ``obj.save(force_insert=True)`` would."""
-    fields, columns = _columns(type(obj))
-    table = connection.ops.quote_name(type(obj)._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})",
-                       _params(obj, fields))
-    _saved(obj)
-
-
 def mark_saved(*objs) -> None:
+    """The rows are in the database (a statement of ours wrote them)."""
     for obj in objs:
-        _saved(obj)
+        obj._state.adding, obj._state.db = False, connection.alias
 
 
 # -- reading ----------------------------------------------------------------

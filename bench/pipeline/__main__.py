@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import pwd
 import random
 import shutil
@@ -187,8 +188,9 @@ class Pipeline:
         from echomq import embedded
 
         self.valkey_port = free_port()
-        self.valkey = embedded.start_server(tmp / "valkey", self.valkey_port, appendonly=True)
-        self.valkey_url = f"redis://127.0.0.1:{self.valkey_port}/0"
+        password = secrets.token_hex(16)  # as the install's embedded server asks for one
+        self.valkey = embedded.start_server(tmp / "valkey", self.valkey_port, appendonly=True, password=password)
+        self.valkey_url = embedded.server_url(self.valkey_port, password)
         embedded.wait_ready(self.valkey_url, proc=self.valkey)
         self.env = dict(os.environ, DJANGO_SETTINGS_MODULE="bench.pipeline.settings", VALKEY_URL=self.valkey_url,
                         SECRET_KEY="bench-" + uuid.uuid4().hex, CODEMOJEX_VAR_DIR=str(tmp / "var"),

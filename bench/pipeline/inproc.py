@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -61,8 +62,9 @@ class Harness:
         from echomq import embedded
 
         port = pipeline.free_port()
-        self.valkey = embedded.start_server(tmp / "valkey", port, appendonly=False)
-        url = f"redis://127.0.0.1:{port}/0"
+        password = secrets.token_hex(16)  # as the install's embedded server asks for one
+        self.valkey = embedded.start_server(tmp / "valkey", port, appendonly=False, password=password)
+        url = embedded.server_url(port, password)
         embedded.wait_ready(url, proc=self.valkey)
         env = dict(DJANGO_SETTINGS_MODULE="bench.pipeline.settings", VALKEY_URL=url,
                    SECRET_KEY="bench-" + uuid.uuid4().hex, CODEMOJEX_VAR_DIR=str(tmp / "var"),
@@ -174,9 +176,9 @@ def _steady_under_valgrind() -> None:
     would expire between the warm-up and the counted requests, and the
     count would depend on the clock. Stretch them: the counted requests see
     the steady state a real run sees."""
-    from games import live, players
+    from games import live, players, sessions
 
-    players.CACHE_SECONDS = live.NAME_MEMO_S = 24 * 3600
+    players.CACHE_SECONDS = sessions.CACHE_SECONDS = live.NAME_MEMO_S = 24 * 3600
 
 
 def _toggle(on: bool) -> None:

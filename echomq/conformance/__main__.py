@@ -16,6 +16,7 @@ from pathlib import Path
 
 import redis
 
+from ..embedded import redact
 from ..errors import UNAVAILABLE
 from . import runner
 
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     try:
         client = connect(args.url, args.cluster)
         total = sum(len(d["cases"]) for d in docs.values())
-        print(f"echomq conformance: {len(docs)} scripts, {total} cases, on {args.url} ({describe(client)})",
+        print(f"echomq conformance: {len(docs)} scripts, {total} cases, on {redact(args.url)} ({describe(client)})",
               flush=True)
 
         def report(result):
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
 
         results = runner.run(client, docs, only=args.only, report=report)
     except UNAVAILABLE as exc:
-        print(f"cannot reach {args.url}: {exc}", file=sys.stderr)
+        print(f"cannot reach {redact(args.url)}: {exc}", file=sys.stderr)
         return 2
     for gap in gaps:
         print(f"coverage: {gap}")

@@ -392,6 +392,8 @@ def encode_entry(e: Entry, clock: Clock | None = None) -> dict:
     out = {e.kind: val}
     if e.pttl > 0:
         out["expire_s"] = -(-e.pttl // 1000)
+    elif e.expire_s is not None:  # an entry of a vector's state encodes back to itself
+        out["expire_s"] = e.expire_s
     return out
 
 

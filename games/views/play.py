@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import engine, leaderboard, live, locks, payouts, push, rides, rounds, share
+from .. import engine, leaderboard, live, locks, payouts, push, rides, rounds, schedules, share
 from .. import metrics as game_metrics
 from ..errors import RepeatedGuess, RoundClosed, RoundExpired, RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
@@ -341,11 +341,12 @@ def just_ended(now=None) -> list[dict]:
 
 
 def coming_next() -> list[dict]:
-    """The rounds the schedules will open next, for the lobby's "Coming
-    next" (each ``{"title", "kind", "opens_at"}``). Empty until rounds open
-    on a schedule (issue 23, part 1): the lobby shows the section only when
-    this has something."""
-    return []
+    """The rounds the active schedules will open next, soonest first, for
+    the lobby's "Coming next" (each ``{"title", "kind", "opens_at"}``; a
+    schedule's rows hold no secret). Computed at most every few seconds per
+    process (``schedules.coming_soon``); the lobby shows the section only
+    when this has something."""
+    return schedules.coming_soon()
 
 
 @require_GET

@@ -17,7 +17,7 @@ import redis
 from echomq import ArgumentError, KindError, Queue, ids
 from echomq.queue import MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN
 from echomq.schedules import tick_job_id
-from echomq.scripts import LIMITS, NAMES
+from echomq.scripts import LIMITS, NAMES, load
 
 NOT_INTEGERS = ["", "abc", "nan", "NaN", "inf", "-inf", "Infinity", "-1", "1e400", "1e3", "1.5", "0x10",
                 " 1", "1 ", "01", "+1", str(10**30), "9" * 16, "1\x00"]
@@ -84,6 +84,23 @@ def bad_values(kind):
         return [(v, ArgumentError) for v in NOT_INTEGERS + ["0", "1704067199999", str(LIMITS["MAX_TICK"] + 1)]]
     if kind == "zero":  # '0' where an argument is unused
         return [(v, ArgumentError) for v in ["", "1", "00", "x"]]
+    if kind == "worker":  # a Django task's worker id
+        return [(v, ArgumentError) for v in ["", "a,b", ",", "w" * (LIMITS["MAX_WORKER"] + 1)]]
+    if kind == "time":  # an ISO 8601 time in a task's record
+        return [(v, ArgumentError) for v in ["", "2026-01-02", "2026-01-02 03:04:05", "1767323045678", "now",
+                                             "2026-01-02T03:04:05 ", "2026-01-02T03:04:05\n", "2026-1-02T03:04:05",
+                                             "２０２６-01-02T03:04:05", "2026-01-02T03:04:05." + "0" * 21]]
+    if kind == "fill":  # a task's payload fields, for a start to fill in
+        return [(v, ArgumentError) for v in ["", "{", "[]", "null", "5", '"x"', '{"attempt":"1"}', '{"return":"5"}',
+                                             '{"args":1}', '{"args":null}', '{"args":["x"]}', ' {"args":"[]"}']]
+    if kind == "status":  # how a task's attempt ended
+        return [(v, ArgumentError) for v in ["", "RUNNING", "successful", "SUCCESSFUL ", "DONE"]]
+    if kind == "empty":  # '' where the rest of the call says there is no value
+        return [(v, ArgumentError) for v in ["[]", "x", " "]]
+    if kind == "json_value":  # any JSON text
+        return [(v, ArgumentError) for v in ["", "{", "not json", "[1,"]]
+    if kind == "json_array":
+        return [(v, ArgumentError) for v in ["", "{", "{}", '{"a":"b"}', "5", "[1,"]]
     if isinstance(kind, tuple):  # an integer in [lo, hi]
         lo, hi = kind
         vals = NOT_INTEGERS + [str(hi + 1)] + ([str(lo - 1)] if lo > 0 else [])
@@ -174,7 +191,10 @@ class World:
 def refused(world, name, keys, args, expected):
     before = everything(world.client)
     with pytest.raises(expected) as info:
-        world.q._run(name, keys, args)
+        if name in NAMES:
+            world.q._run(name, keys, args)
+        else:  # the Django tasks backend's scripts, beside the bundle
+            load(name)(world.client, keys, args)
     assert type(info.value) is expected, (name, args, info.value)
     assert str(info.value).startswith("EMQKIND" if expected is KindError else "EMQARG"), info.value
     assert everything(world.client) == before, (name, args)
@@ -205,6 +225,53 @@ def test_every_bad_argument_is_refused_before_any_write(any_server, name):
     assert tried >= len(kinds) - kinds.count("any")
     # The valid call itself still works (the bad ones were refused, not the script broken).
     world.q._run(name, keys, args)
+
+
+NOW = "2026-01-02T03:04:05.678901+00:00"
+
+
+def task_calls(world) -> dict:
+    """The Django tasks backend's two scripts: a valid (keys, args, kinds)
+    for each status a finish may write, and a start, on the leased job of
+    ``world`` with a result record each would change."""
+    q, a = world.q, world.active
+    P, token, record = q.prefix, str(a.attempts), f"{q.prefix}task:{a.id}"
+    world.client.hset(record, mapping={"status": "RUNNING", "attempt": token, "args": "[]", "kwargs": "{}",
+                                       "errors": "[]", "workers": "w:1"})
+    head, kinds = [P, a.id, token, "86400000"], ["P", "id", "token", (1, MAX_MS)]
+    return {
+        "task_start": ((record, q.job_key(a.id)), [P, a.id, token, "w:2", NOW, "86400000", '{"task":"m.t"}'],
+                       ["P", "id", "token", "worker", "time", (1, MAX_MS), "fill"]),
+        "SUCCESSFUL": ((record,), head + ["SUCCESSFUL", "", NOW, '{"n":1}'],
+                       kinds + ["status", "empty", "time", "json_value"]),
+        "FAILED": ((record,), head + ["FAILED", '[{"e":1}]', NOW, ""], kinds + ["status", "json_array", "time", "empty"]),
+        "READY": ((record,), head + ["READY", '[{"e":1}]', "", ""], kinds + ["status", "json_array", "empty", "empty"]),
+    }
+
+
+@pytest.mark.parametrize("call", ["task_start", "SUCCESSFUL", "FAILED", "READY"])
+def test_the_task_result_scripts_refuse_every_bad_argument_before_any_write(any_server, call):
+    """task_start and task_finish (lua/, loaded by the Django tasks backend)
+    hold to the bundle's standard: every argument, key and the arity."""
+    world = World(any_server)
+    keys, args, kinds = task_calls(world)[call]
+    name = "task_start" if call == "task_start" else "task_finish"
+    assert len(args) == len(kinds)
+    for pos, kind in enumerate(kinds):
+        for value, expected in bad_values(kind):
+            bad = list(args)
+            bad[pos] = value
+            refused(world, name, keys, bad, expected)
+    for pos in range(len(keys)):
+        wrong = list(keys)
+        wrong[pos] = keys[pos] + "x" if pos else "emq:{other}:" + keys[pos].split(":", 2)[2]
+        refused(world, name, wrong, args, ArgumentError)
+        wrong[pos] = world.q.job_key(world.active.id) if keys[pos].endswith(f"task:{world.active.id}") else \
+            f"{world.q.prefix}task:{world.active.id}"  # the other key of the same job
+        refused(world, name, wrong, args, ArgumentError)
+    refused(world, name, keys, args[:-1], ArgumentError)
+    refused(world, name, keys, args + ["extra"], ArgumentError)
+    assert load(name)(any_server, keys, args) not in (0, None)  # the valid call itself is accepted
 
 
 @pytest.mark.parametrize("name, pos, value", [

@@ -88,15 +88,14 @@ def test_both_runners_fail_a_wrong_vector(valkey_server, tmp_path):
         assert "want now+60000" in out.stdout, out.stdout
 
 
-def test_the_coverage_check_finds_every_gap(monkeypatch):
+def test_the_coverage_check_finds_every_gap():
     docs = runner.load_vectors()
     assert runner.coverage(docs) == []
     # A script that lands without vectors (say a schedule script from another branch).
-    monkeypatch.setattr(headers, "script_names", lambda: sorted([*docs, "schedule_fire"]))
-    assert runner.coverage(docs) == ["schedule_fire: lua/schedule_fire.lua has no vectors (add "
-                                     "echomq/conformance/cases/schedule_fire.py and run python -m "
-                                     "echomq.conformance.generate)"]
-    monkeypatch.undo()
+    without = {name: doc for name, doc in docs.items() if name != "schedule_fire"}
+    assert runner.coverage(without) == ["schedule_fire: lua/schedule_fire.lua has no vectors (add "
+                                        "echomq/conformance/cases/schedule_fire.py and run python -m "
+                                        "echomq.conformance.generate)"]
     # An error code the script can answer that no case answers.
     gapped = json.loads(json.dumps(docs))
     gapped["complete"]["cases"] = [c for c in gapped["complete"]["cases"]

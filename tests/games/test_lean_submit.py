@@ -248,8 +248,9 @@ def test_a_submit_waiting_on_the_wallet_lock_answers_the_first_guess(make_player
 
 
 def test_the_rows_submit_writes_read_back_as_saved(make_player, make_round):
-    """``insert_row`` writes what ``save(force_insert=True)`` would: every
-    field of the guess and its ledger row reads back equal."""
+    """What submit writes (the one statement, or the transaction's saves)
+    reads back as it was built: every field of the guess and its ledger
+    row reads back equal."""
     p = make_player(keys=5)
     rnd = make_round(secret=S)  # the whole animals set: a ZWJ sequence is one emoji
     g = submit(p, rnd, ["🐕\u200d🦺"] + S[1:], idempotency_key="k")
@@ -301,3 +302,34 @@ def test_settling_while_a_first_guess_is_scored_does_not_deadlock(make_player, m
     assert Round.objects.get(pk=rnd.pk).status == "settled"
     assert RoundEntry.objects.get(round=rnd, player=p).attempts == 1
     assert Guess.objects.get(pk=g.pk).status == "scored"
+
+
+@pytest.mark.parametrize("change", ["price", "currency"])
+def test_a_round_repriced_outside_the_admin_is_charged_as_it_is_now(make_player, make_round, change):
+    """Each process caches a round's price and currency for its
+    one-statement charge (PostgreSQL). A change made with a plain UPDATE --
+    a shell, a migration, not the admin -- must not be charged at the old
+    values: the statement refuses, and the transaction reads the row (and
+    refreshes the cache). On SQLite the transaction always reads the row."""
+    from games.models import Round
+
+    p = make_player(keys=10, clips=10)
+    rnd = make_round(secret=S)
+    first = submit(p, rnd.pk, OTHER)  # the process caches the round now
+    assert (first.price, first.currency) == (1, "keys")
+    if change == "price":
+        Round.objects.filter(pk=rnd.pk).update(guess_price=3)
+        g = submit(p, rnd.pk, S[::-1])
+        assert (g.price, g.currency) == (3, "keys")
+        assert LedgerEntry.objects.get(reference=g.pk).delta == -3 and wallet.balances(p)["keys"] == 10 - 1 - 3
+    else:
+        Round.objects.filter(pk=rnd.pk).update(currency="clips", guess_price=2)
+        g = submit(p, rnd.pk, S[::-1])
+        assert (g.price, g.currency) == (2, "clips")
+        assert wallet.balances(p) == {"keys": 9, "clips": 8, "diamonds": 0}
+    assert wallet.mismatched_wallets() == []
+    with CaptureQueriesContext(connection) as ctx:
+        g = submit(p, rnd.pk, [S[1]] * 6)  # the next guess: the cache says what the row says, one statement again
+    assert len(ctx) == GUESS_POST_STATEMENTS, "\n".join(q["sql"] for q in ctx.captured_queries)
+    assert (g.price, g.currency) == {"price": (3, "keys"), "currency": (2, "clips")}[change]
+    assert wallet.mismatched_wallets() == []

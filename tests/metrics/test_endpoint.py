@@ -38,14 +38,34 @@ def test_strangers_get_401_and_players_403(client, make_player, token):
     assert client.post("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 405
 
 
-def test_no_token_configured_means_staff_only(client, settings):
+def _staff(name: str, *perms: str):
+    from django.contrib.auth.models import Permission
+
+    user = get_user_model().objects.create_user(name, password=None, is_staff=True)
+    user.user_permissions.add(*[Permission.objects.get(content_type__app_label="echomq", codename=p) for p in perms])
+    return user
+
+
+def test_no_token_configured_means_the_dashboards_readers_only(client, settings):
     settings.ECHOMQ = {**settings.ECHOMQ, "METRICS_TOKEN": ""}
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
-    staff = get_user_model().objects.create_user("ops", password=None, is_staff=True)
-    client.force_login(staff)
+    client.force_login(_staff("ops", "view_queues"))
     resp = client.get("/metrics")
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/plain")
     assert "no-cache" in resp["Cache-Control"] or "max-age=0" in resp["Cache-Control"]
+
+
+def test_staff_without_the_dashboards_permission_get_403(client, token):
+    """Being staff is not enough (a content editor is staff too): the
+    figures are the queue dashboard's, so is the permission."""
+    client.force_login(_staff("editor"))
+    resp = client.get("/metrics")
+    assert resp.status_code == 403 and b"echomq_" not in resp.content
+    assert b"echomq.view_queues" in resp.content
+    client.force_login(_staff("ops", "view_queues"))
+    assert client.get("/metrics").status_code == 200
+    client.force_login(get_user_model().objects.create_superuser("root", password=None))
+    assert client.get("/metrics").status_code == 200
 
 
 def test_queue_figures_are_honest(client, valkey, token):

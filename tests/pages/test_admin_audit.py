@@ -67,3 +67,33 @@ def test_recent_operator_actions_lists_everything_newest_first(root, make_round,
     assert "Paused the queue" in html
     # Read-only, and readable by the three groups but not by plain staff.
     assert root.get("/admin/games/operatoraction/add/").status_code == 403
+
+
+def test_every_schedule_write_is_logged(root, emoji_set, django_capture_on_commit_callbacks):
+    """Add, change, pause, resume, delete: one LogEntry each, on the
+    schedule, saying what changed; a refused form logs nothing."""
+    from django.contrib.admin.models import ADDITION, CHANGE, DELETION
+
+    from games.models import RoundSchedule
+
+    form = {"name": "Evening blind", "active": "on", "emoji_set": emoji_set.pk, "keyboard_size": "24",
+            "kind": "blind", "currency": "keys", "guess_price": "2", "prize_pool": "300", "minutes": "45",
+            "cron": "0 20 * * *", "every_minutes": "", "tz": "Europe/Paris", "when_open": "skip"}
+    assert root.post("/admin/games/roundschedule/add/", {**form, "cron": "0 20 31 2 *"}).status_code == 200
+    assert not LogEntry.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert root.post("/admin/games/roundschedule/add/", form).status_code == 302
+        s = RoundSchedule.objects.get()
+        url = f"/admin/games/roundschedule/{s.pk}/change/"
+        assert root.post(url, {**form, "prize_pool": "500", "when_open": "alongside"}).status_code == 302
+        for action in ("pause", "resume"):
+            root.post("/admin/games/roundschedule/", {"action": action, "_selected_action": [s.pk]})
+        assert root.post(f"/admin/games/roundschedule/{s.pk}/delete/", {"post": "yes"}).status_code == 302
+    log = [(e.action_flag, e.object_id, e.get_change_message()) for e in LogEntry.objects.order_by("pk")]
+    assert [(flag, oid) for flag, oid, _ in log] == [(ADDITION, str(s.pk))] + [(CHANGE, str(s.pk))] * 3 + [
+        (DELETION, str(s.pk))]
+    assert log[1][2] == "Changed Starting pool and If its last round is still open."
+    assert log[2][2].startswith("Paused") and log[3][2].startswith("Resumed")
+    assert get_queue("cm.tasks").schedules() == []  # the delete took the mirror with it
+    page = root.get("/admin/games/operatoraction/").content.decode()
+    assert page.count("Evening blind") >= 5

@@ -19,14 +19,14 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from games.models import (AdminGrant, EmojiSet, Guess, LedgerEntry, Lock, Notification, Player, Round, RoundEntry,
-                          Wallet)
+                          RoundSchedule, Wallet)
 
 pytestmark = pytest.mark.django_db
 
 BUDGET = 40  # hypothesis examples per form
 FORM = "application/x-www-form-urlencoded"
 MODELS = [get_user_model(), Player, Wallet, LedgerEntry, Round, Guess, Lock, RoundEntry, Notification, EmojiSet, AdminGrant,
-          LogEntry]
+          LogEntry, RoundSchedule]
 KEYBOARD = ["🐶", "🐱", "🐭", "🐹", "🐰", "🦊", "🐻", "🐼", "🐨", "🐯", "🦁", "🐮"]
 
 # Values no field here may accept: emoji look-alikes of keyboard keys (ZWJ,
@@ -135,6 +135,50 @@ def test_unreadable_bodies_are_400_on_every_post_url(family, rnd, player, staff,
         text = resp.content.decode()
         assert "Bad request" in text and "Nothing was changed" in text, (family, url)
         assert snapshot(valkey) == before, (family, url)
+
+
+class _NotedBody:
+    """A request body that notes every read of it (and holds nothing)."""
+
+    def __init__(self):
+        self.reads = []
+
+    def read(self, size=-1):
+        self.reads.append(size)
+        return b""
+
+    readline = read
+
+
+def post_unread(c: Client, url: str, content_type: str, length: int) -> tuple:
+    """POST to ``url`` a body that says it is ``length`` bytes long; the
+    answer, and the reads anything made of the body."""
+    body = _NotedBody()
+    resp = c.generic("POST", url, b"-", content_type=content_type,
+                     headers={"X-CSRFToken": c.cookies["csrftoken"].value},
+                     **{"wsgi.input": body, "CONTENT_LENGTH": str(length)})
+    return resp, body.reads
+
+
+@pytest.mark.parametrize("content_type", [FORM, "multipart/form-data; boundary=B"])
+def test_a_form_larger_than_any_here_is_refused_before_a_byte_is_read(content_type, rnd, player, staff, valkey,
+                                                                      settings):
+    """File parts count too (Django's own limit leaves them out): a huge
+    multipart upload is refused from its Content-Length, on every POST URL."""
+    clients = {None: strict_client(), player.user: strict_client(player.user), staff: strict_client(staff)}
+    for url, user in post_urls(rnd, player.user, staff):
+        resp, reads = post_unread(clients[user], url, content_type, settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+        assert resp.status_code == 400 and "larger than any form here" in resp.content.decode(), url
+        assert reads == [], url
+
+
+def test_a_form_to_an_address_with_no_view_is_a_404_and_never_read(player):
+    """The form is parsed only once the address has a view that takes one:
+    a POST to nowhere is a 404, its body unread, whoever sends it."""
+    for c in (strict_client(), strict_client(player.user)):
+        for content_type in (FORM, "multipart/form-data; boundary=B", "multipart/form-data"):
+            resp, reads = post_unread(c, "/no/such/page/", content_type, 1000)
+            assert resp.status_code == 404 and reads == [], content_type
 
 
 def every_route(rnd) -> list[str]:
@@ -367,6 +411,35 @@ def test_fuzz_admin_forms(rnd, staff, player, valkey):
             if field == "amount":
                 form["note"] = "n" * 65  # over the note's 64: refused whatever the amount parses to
             check(c, "/admin/games/player/", raw(form), before, valkey, admin=True)
+
+    run()
+
+
+SCHEDULE_FIELDS = ["name", "emoji_set", "keyboard_size", "kind", "currency", "guess_price", "prize_pool", "minutes",
+                   "cron", "every_minutes", "tz", "when_open"]
+
+
+@pytest.mark.parametrize("field", SCHEDULE_FIELDS)
+def test_fuzz_round_schedule_form(rnd, staff, valkey, field):
+    """Any value in any field of the schedule form is a form error (the cron
+    line and time zone judged by EchoMQ's grid), never a 500 or a write."""
+    c, before = strict_client(staff), snapshot(valkey)
+    es = rnd.emoji_set
+
+    @hsettings(max_examples=BUDGET // 4, deadline=None, derandomize=True, database=None,
+               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(data=st.data())
+    def run(data):
+        # A keyboard larger than the set (or, when the keyboard is drawn, a round
+        # of 0 minutes) keeps the form refused; every other field is still judged.
+        form = {"name": "Fuzzed", "active": "on", "emoji_set": es.pk, "keyboard_size": "500", "kind": "classic",
+                "currency": "keys", "guess_price": "1", "prize_pool": "0", "minutes": "30", "cron": "0 * * * *",
+                "every_minutes": "", "tz": "Europe/Paris", "when_open": "skip", field: data.draw(hostile)}
+        if field == "keyboard_size":
+            form["minutes"] = "0"
+        if field == "cron" and data.draw(st.booleans()):  # five fields, so EchoMQ's grid judges it
+            form["cron"] = f"{_seen_as(form['cron'])} * * * *"
+        check(c, "/admin/games/roundschedule/add/", raw(form), before, valkey, admin=True)
 
     run()
 

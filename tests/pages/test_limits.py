@@ -157,3 +157,49 @@ def test_the_hit_script_refuses_a_bad_ttl_and_writes_nothing(valkey, ttl):
     with pytest.raises(echomq.ArgumentError, match="rate limit"):
         ratelimit._HIT(valkey, ["cm:rl:test"], [ttl])
     assert not valkey.exists("cm:rl:test")
+
+
+def test_the_hit_script_counts_for_a_session_only_while_it_is_signed_in(any_server):
+    """With a session's entry and identity (a hit riding with the session's
+    read) it counts only while both exist; a wrong number of keys is refused
+    before anything is counted. Valkey and Redis 7.0 alike."""
+    import echomq
+
+    session, identity, counter = "{cm:cache}:s", "{cm:cache}:i", "cm:rl:test"
+    any_server.set(session, "x")
+    assert ratelimit._HIT(any_server, [counter, session, identity], [2000]) == 0  # no identity: not counted
+    any_server.set(identity, "y")
+    assert ratelimit._HIT(any_server, [counter, session, identity], [2000]) == 1
+    assert ratelimit._HIT(any_server, [counter], [2000]) == 2  # the view's own hit, after the session was checked
+    any_server.delete(session)
+    assert ratelimit._HIT(any_server, [counter, session, identity], [2000]) == 0
+    with pytest.raises(echomq.ArgumentError, match="rate limit"):
+        ratelimit._HIT(any_server, [counter, session], [2000])
+    assert any_server.get(counter) == b"2" and 0 < any_server.pttl(counter) <= 2000
+
+
+def test_an_ipv6_client_counts_by_its_64(client, settings):
+    """One client holds a whole /64 and may use any address in it: sign-ups
+    (each funded) and log-in failures count the /64, not each address."""
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "signup": "3/h"}
+    for i in range(3):
+        assert sign_up(client, f"six{i}", addr=f"2001:db8:1:2::{i + 1:x}").status_code == 302
+        client.post("/logout/")
+    assert_429(sign_up(client, "rotated", addr="2001:db8:1:2:ffff:ee:dd:1"), "Too many new accounts")
+    assert sign_up(client, "neighbour", addr="2001:db8:1:3::1").status_code == 302  # the next /64
+    client.post("/logout/")
+    for i in range(LIMIT - 1):
+        assert log_in(client, f"nobody{i}", "wrong", addr=f"2001:db8:9:9::{i + 1:x}").status_code == 400
+    assert log_in(client, "nobody99", "wrong", addr="2001:db8:9:9:abcd::1").status_code == 429
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"2001:db8:9:9::"}
+
+
+@pytest.mark.parametrize("addr, counted", [
+    ("203.0.113.7", "203.0.113.7"),
+    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::"),
+    ("2001:0DB8:0001:0002::9", "2001:db8:1:2::"),
+    ("::ffff:203.0.113.7", "203.0.113.7"),
+    ("unknown", "unknown"),
+])
+def test_the_address_a_limit_counts(rf, addr, counted):
+    assert ratelimit.client_ip(rf.get("/", REMOTE_ADDR=addr)) == counted

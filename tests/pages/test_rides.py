@@ -154,3 +154,42 @@ def test_nothing_rides_for_a_session_this_process_has_not_seen(play, make_round,
         assert play.post(f"/rounds/{rnd.pk}/guess/", slots(S)).status_code == 302
     assert len(sent) == 3, sent  # the session, the hit, the enqueue: each on its own
     assert Guess.objects.count() == 2
+
+
+def _ended_elsewhere(session_key: str) -> None:
+    """Another worker logs the session out: its cache entry and its row go,
+    while this process still remembers who the key belonged to."""
+    from django.contrib.sessions.backends import cached_db
+    from django.contrib.sessions.models import Session
+    from django.core.cache import cache
+
+    cache.delete(cached_db.KEY_PREFIX + session_key)
+    Session.objects.filter(session_key=session_key).delete()
+
+
+@pytest.mark.parametrize("how", ["logged out elsewhere", "password changed"])
+def test_a_dead_session_key_never_counts_a_hit_against_its_former_owner(play, player, make_round, settings, how,
+                                                                       django_capture_on_commit_callbacks):
+    """A stolen cookie, revoked: whoever keeps posting with it is sent to
+    the login page, and counts nothing against the player's guess limit --
+    the hit that rides with the session's read counts only for a session
+    that is signed in now."""
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "guess": "1/h"}
+    rnd = make_round()
+    assert play.get(f"/rounds/{rnd.pk}/").status_code == 200  # the process knows the session's player
+    stolen = play.cookies["sessionid"].value
+    if how == "logged out elsewhere":
+        _ended_elsewhere(stolen)
+    else:
+        player.user.set_password("a new and long passphrase")
+        player.user.save()
+    thief = Client()
+    thief.cookies["sessionid"] = stolen
+    for _ in range(3):
+        resp = thief.post(f"/rounds/{rnd.pk}/guess/", slots(S))
+        assert resp.status_code == 302 and "/login/" in resp["Location"]
+    fresh = Client()
+    fresh.force_login(player.user)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert fresh.post(f"/rounds/{rnd.pk}/guess/", slots(S)).status_code == 302  # her one hit this hour
+    assert Guess.objects.count() == 1

@@ -11,7 +11,7 @@ from django.tasks import TaskResultStatus, task_backends
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.utils import timezone
 
-from echomq import Queue, ids
+from echomq import ids
 from echomq.contrib.django import get_queue
 from echomq.contrib.django.tasks import EchoMQBackend, EchoMQTask, Runner
 
@@ -140,34 +140,6 @@ def test_a_return_value_that_is_not_json_fails_the_task():
     run_pending("default", Runner(backend()))
     result.refresh()
     assert result.status == "READY" and "JSON" in result.errors[0].traceback
-
-
-def test_a_redelivered_success_is_acknowledged_without_running_again(valkey):
-    result = jobs.fails_then_works.enqueue("m")
-    runner = Runner(backend())
-    q = get_queue("default")
-    run_pending("default", runner)
-    q.promote()
-    assert run_pending("default", runner) == ["completed"]
-    result.refresh()
-    assert (result.status, result.return_value, result.attempts) == ("SUCCESSFUL", 2, 2)
-    # The same job delivered again (its worker died before the ack): no run,
-    # and a stale token cannot rewrite the result.
-    q2 = Queue("default", valkey)
-    q2.enqueue(b"{}", job_id=ids.mint("JOB"))  # unrelated noise
-    from echomq.job import Job
-
-    payload = valkey.hgetall(f"emq:{{default}}:task:{result.id}")
-    import json
-
-    record = {k.decode(): v.decode() for k, v in payload.items()}
-    job = Job(result.id, json.dumps({k: record[k] for k in ("task", "backend", "queue", "args", "kwargs",
-                                                            "status", "enqueued_at", "run_after", "errors")}),
-              3, None, "default")
-    runner(job)
-    assert int(valkey.get("test:runs:m")) == 2
-    again = jobs.fails_then_works.get_result(result.id)
-    assert (again.status, again.return_value, again.attempts) == ("SUCCESSFUL", 2, 2)
 
 
 def test_results_are_found_through_any_configured_queue(settings):

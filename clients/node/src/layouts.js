@@ -30,6 +30,8 @@ export const LAYOUTS = {
   result: { keys: ['job:<id>', 'active'], argv: ['P', 'id', 'token', 'value'] },
   wait: { keys: ['job:<id>'], argv: ['P', 'id'] },
   enqueue_flow: { keys: ['job:<id>'], argv: ['P', 'id', 'payload', 'lane', 'on_child_failure'], repeated: ['child', 'child_payload', 'child_lane'] },
+  task_start: { keys: ['task:<id>', 'job:<id>'], argv: ['P', 'id', 'token', 'worker', 'now', 'ttl_ms', 'record'] },
+  task_finish: { keys: ['task:<id>'], argv: ['P', 'id', 'token', 'ttl_ms', 'status', 'errors', 'finished_at', 'return_value'] },
 };
 
 const text = (v) => (typeof v === 'number' || typeof v === 'bigint' ? String(v) : v);

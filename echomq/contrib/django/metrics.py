@@ -7,10 +7,12 @@ the game adds its own). Mount it with one line:
 
     path("metrics", echomq.contrib.django.metrics.metrics),
 
-Who may read it: a logged-in active staff user, or a scraper sending
-``Authorization: Bearer <ECHOMQ["METRICS_TOKEN"]>`` (compared in constant
-time; no token configured means staff only). Anyone else gets 401 (403 for a
-logged-in non-staff user), and nothing is read from Valkey for them.
+Who may read it: whoever may read the queue dashboard (an active staff user
+with ``echomq.view_queues``: the figures are the dashboard's), or a scraper
+sending ``Authorization: Bearer <ECHOMQ["METRICS_TOKEN"]>`` (compared in
+constant time; no token configured means the dashboard's readers only).
+Anyone else gets 401 (403 when logged in), and nothing is read from Valkey
+for them.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from echomq import Queue
 from echomq.metrics import QueueCollector, require
 
 from . import dashboard, get_client
+from .models import VIEW
 
 
 def _bearer_ok(request, token: str) -> bool:
@@ -48,10 +51,10 @@ def registry():
 @require_GET
 def metrics(request):
     user = request.user
-    staff = user.is_authenticated and user.is_active and user.is_staff
-    if not staff and not _bearer_ok(request, dashboard.settings_conf().get("METRICS_TOKEN") or ""):
+    reader = user.is_authenticated and user.is_active and user.is_staff and user.has_perm(VIEW)
+    if not reader and not _bearer_ok(request, dashboard.settings_conf().get("METRICS_TOKEN") or ""):
         status = 403 if user.is_authenticated else 401
-        resp = HttpResponse("The metrics need a staff login or a bearer token.\n", status=status,
+        resp = HttpResponse(f"The metrics need the {VIEW!r} permission or a bearer token.\n", status=status,
                             content_type="text/plain; charset=utf-8")
         if status == 401:
             resp["WWW-Authenticate"] = 'Bearer realm="metrics"'

@@ -49,6 +49,7 @@ import json
 import logging
 import math
 import os
+import re
 import socket
 import traceback
 from dataclasses import dataclass
@@ -67,9 +68,9 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
-from echomq import JobNotFound, Queue, Retry, ids, keyspace, scripts
-from echomq.checks import check_seconds
-from echomq.errors import InvalidName
+from echomq import JobNotFound, Queue, Retry, StaleToken, ids, keyspace, scripts
+from echomq.checks import MAX_MS, check_int, check_seconds, check_token
+from echomq.errors import ArgumentError, InvalidName
 
 from . import get_client
 
@@ -131,9 +132,88 @@ def json_exact(value, what: str) -> str:
 
 
 # The result record's transitions, each one script call in the queue's slot
-# (lua/task_start.lua, lua/task_finish.lua).
+# (lua/task_start.lua, lua/task_finish.lua), its arguments checked here first
+# with the scripts' own bounds (lua/include/task.lua), so a bad one raises
+# ArgumentError and nothing is sent.
 _START = scripts.load("task_start")
 _FINISH = scripts.load("task_finish")
+MAX_WORKER, MAX_TIME = scripts.LIMITS["MAX_WORKER"], scripts.LIMITS["MAX_TIME"]
+# The payload's fields a start fills back into a record that expired (TASK_FILL in task.lua).
+RECORD_FILL = ("task", "backend", "queue", "args", "kwargs", "status", "enqueued_at", "run_after", "errors",
+               "priority")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[0-9.:+Z-]*\Z")
+_STATUSES = ("READY", "FAILED", "SUCCESSFUL")
+
+
+def check_worker(worker) -> str:
+    """A worker id as the record keeps it: 1 to MAX_WORKER bytes, no ','."""
+    if not isinstance(worker, str) or not worker or len(worker.encode()) > MAX_WORKER or "," in worker:
+        raise ArgumentError(f"worker must be 1 to {MAX_WORKER} bytes without ',', got {worker!r}")
+    return worker
+
+
+def check_time(text, what: str) -> str:
+    """An ISO 8601 time as ``datetime.isoformat()`` writes it."""
+    if not isinstance(text, str) or len(text.encode()) > MAX_TIME or not _TIME.match(text):
+        raise ArgumentError(f"{what} must be an ISO 8601 time (datetime.isoformat()), got {text!r}")
+    return text
+
+
+def _check_json(text, what: str, opening: str = "") -> str:
+    """JSON text; ``opening`` its first character ('[' an array, '{' an object)."""
+    try:
+        if not isinstance(text, str) or not text.startswith(opening):
+            raise ValueError
+        json.loads(text)
+    except ValueError:
+        raise ArgumentError(f"{what} must be JSON text{f' opening with {opening}' if opening else ''}, "
+                            f"got {text!r:.80}") from None
+    return text
+
+
+def record_fill(record) -> str:
+    """What a start may fill back in from a task's payload (a mapping): its
+    RECORD_FILL fields as a JSON object; ArgumentError unless each is text."""
+    fill = {k: record[k] for k in RECORD_FILL if k in record}
+    for k, v in fill.items():
+        if not isinstance(v, str):
+            raise ArgumentError(f"a task record's {k} must be a string, got {type(v).__name__}")
+    return json.dumps(fill, separators=(",", ":"))
+
+
+def start_call(queue_name: str, job_id: str, token: int, worker: str, now: str, ttl_ms: int,
+               fill: str) -> tuple[tuple, tuple]:
+    """task_start's KEYS and ARGV (see lua/task_start.lua), each checked."""
+    keyspace.check_job_id(job_id)
+    _check_json(fill, "record", "{")
+    return ((result_key(queue_name, job_id), keyspace.job_key(queue_name, job_id)),
+            (keyspace.prefix(queue_name), job_id, check_token(token), check_worker(worker), check_time(now, "now"),
+             check_int(ttl_ms, "ttl_ms", 1, MAX_MS), fill))
+
+
+def finish_call(queue_name: str, job_id: str, token: int, ttl_ms: int, status: str, *, errors: str = "",
+                finished_at: str = "", return_value: str = "") -> tuple[tuple, tuple]:
+    """task_finish's KEYS and ARGV (see lua/task_finish.lua), each checked:
+    READY carries errors; FAILED errors and finished_at; SUCCESSFUL
+    finished_at and return_value."""
+    keyspace.check_job_id(job_id)
+    if status not in _STATUSES:
+        raise ArgumentError(f"status must be one of {', '.join(_STATUSES)}, got {status!r}")
+    given = {"errors": errors, "finished_at": finished_at, "return_value": return_value}
+    wanted = {"READY": ("errors",), "FAILED": ("errors", "finished_at"),
+              "SUCCESSFUL": ("finished_at", "return_value")}[status]
+    for name, value in given.items():
+        if (name in wanted) != (value != ""):
+            raise ArgumentError(f"a {status} finish {'needs' if name in wanted else 'takes no'} {name}")
+    if errors:
+        _check_json(errors, "errors", "[")
+    if finished_at:
+        check_time(finished_at, "finished_at")
+    if return_value:
+        _check_json(return_value, "return_value")
+    return ((result_key(queue_name, job_id),),
+            (keyspace.prefix(queue_name), job_id, check_token(token), check_int(ttl_ms, "ttl_ms", 1, MAX_MS),
+             status, errors, finished_at, return_value))
 
 
 class EchoMQBackend(BaseTaskBackend):
@@ -158,9 +238,11 @@ class EchoMQBackend(BaseTaskBackend):
                 keyspace.check_queue(name)
             except InvalidName as exc:
                 errors.append(checks.Error(f"TASKS[{self.alias!r}] queue: {exc}", id="echomq.E001"))
-        if self.result_ttl_ms <= 0 or self.max_attempts < 1 or self.backoff_ms < 0 or self.lease_ms < 100:
-            errors.append(checks.Error(f"TASKS[{self.alias!r}] OPTIONS: need RESULT_TTL > 0, MAX_ATTEMPTS >= 1, "
-                                       "BACKOFF_MS >= 0, LEASE_MS >= 100", id="echomq.E002"))
+        if (not 0 < self.result_ttl_ms <= MAX_MS or self.max_attempts < 1 or self.backoff_ms < 0
+                or self.lease_ms < 100):
+            errors.append(checks.Error(f"TASKS[{self.alias!r}] OPTIONS: need 0 < RESULT_TTL <= {MAX_MS // 1000} "
+                                       "(a year), MAX_ATTEMPTS >= 1, BACKOFF_MS >= 0, LEASE_MS >= 100",
+                                       id="echomq.E002"))
         return errors
 
     # -- the task's options --------------------------------------------------
@@ -319,23 +401,30 @@ class Runner:
 
     def __init__(self, backend: EchoMQBackend, worker_id: str | None = None):
         self.backend = backend
-        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = check_worker(worker_id or f"{socket.gethostname()}:{os.getpid()}")
 
     def __call__(self, job) -> None:
         try:
             record = json.loads(job.payload)
             args, kwargs = json.loads(record["args"]), json.loads(record["kwargs"])
-        except (ValueError, KeyError, TypeError) as exc:
+            fill = record_fill(record)
+        except (ValueError, KeyError, TypeError) as exc:  # ArgumentError is a ValueError
             # Another producer's job on a task queue (a misconfiguration): keep
             # it, dead-lettered and visible, rather than drop someone's work.
             raise Retry(f"not a task payload ({type(exc).__name__}: {exc}); is this queue shared "
                         "with a direct producer?", delay_ms=0, max_attempts=1) from None
         backend, client = self.backend, get_client()
-        key = result_key(job.queue, job.id)
-        fill = [x for kv in record.items() for x in kv]
-        status, base, flat = _START(client, (key, keyspace.job_key(job.queue, job.id)),
-                                    (job.attempts, self.worker_id, _iso(timezone.now()),
-                                     backend.result_ttl_ms, *fill))
+        try:
+            started = _START(client, *start_call(job.queue, job.id, job.attempts, self.worker_id,
+                                                 _iso(timezone.now()), backend.result_ttl_ms, fill))
+        except StaleToken:
+            log.warning("task %s: token %d no longer holds its job (the lease was reaped); not running it",
+                        job.id, job.attempts)
+            return
+        if started == 0:
+            log.warning("task %s: its job is gone (removed); not running it", job.id)
+            return
+        status, base, flat = started
         if status == b"SUCCESSFUL":
             log.info("task %s already succeeded; acknowledging the redelivery", job.id)
             return
@@ -345,7 +434,7 @@ class Runner:
             if not isinstance(task, Task):
                 raise InvalidTask(f"{record['task']} is not a task")
         except Exception as exc:  # deploy skew or a typo: fails like the task would
-            self._failed(job, key, current, int(base), exc)
+            self._failed(job, current, int(base), exc)
         result = backend._result(task, job.id, current)
         task_started.send(type(backend), task_result=result)
         tidy_connections()
@@ -356,24 +445,31 @@ class Runner:
                 value = task.call(*args, **kwargs)
             returned = json_exact(value, "the return value")
         except Exception as exc:  # the task's failure is data: recorded, then retried
-            self._failed(job, key, current, int(base), exc, task, result)
+            self._failed(job, current, int(base), exc, task, result)
         except (SystemExit, KeyboardInterrupt) as exc:
             # A library's sys.exit() (or an interrupt raised by the task's own
             # code: a real Ctrl-C goes to the worker's signal handler): the
             # task ran once and failed, recorded as Django's backends do, not
             # run again. The worker goes on with its other jobs.
-            self._failed(job, key, current, int(base), exc, task, result, final=True)
+            self._failed(job, current, int(base), exc, task, result, final=True)
         finally:
             tidy_connections()
         finished = timezone.now()
-        _FINISH(client, (key,), (job.attempts, backend.result_ttl_ms, "status", "SUCCESSFUL",
-                                 "finished_at", _iso(finished), "return", returned))
+        self._finish(job, "SUCCESSFUL", finished_at=_iso(finished), return_value=returned)
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "finished_at", finished)
         object.__setattr__(result, "_return_value", json.loads(returned))
         task_finished.send(type(backend), task_result=result)
 
-    def _failed(self, job, key, record, base, exc, task=None, result=None, final=False):
+    def _finish(self, job, status: str, **values) -> None:
+        """Record how this attempt ended (fenced by the record's latest start)."""
+        written = _FINISH(get_client(), *finish_call(job.queue, job.id, job.attempts, self.backend.result_ttl_ms,
+                                                     status, **values))
+        if not written:
+            log.warning("task %s: attempt %d's %s was not recorded (another attempt started since, or one "
+                        "succeeded already)", job.id, job.attempts, status)
+
+    def _failed(self, job, record, base, exc, task=None, result=None, final=False):
         """Record the error; FAILED on the last attempt (or when ``final``),
         else READY again. Raises Retry (with one attempt left when final, so
         the job is dead-lettered with the error)."""
@@ -386,15 +482,13 @@ class Runner:
         text = "".join(traceback.format_exception(exc))
         errors.append({"exception_class_path": path, "traceback": text})
         status = TaskResultStatus.FAILED if final else TaskResultStatus.READY
-        fields = ["status", status.value, "errors", json.dumps(errors)]
-        if final:
-            fields += ["finished_at", _iso(timezone.now())]
-        _FINISH(get_client(), (key,), (job.attempts, self.backend.result_ttl_ms, *fields))
+        finished_at = _iso(timezone.now()) if final else ""
+        self._finish(job, status.value, errors=json.dumps(errors), finished_at=finished_at)
         if result is not None:
             object.__setattr__(result, "status", status)
             object.__setattr__(result, "errors", [TaskError(**e) for e in errors])
             if final:
-                object.__setattr__(result, "finished_at", _when(fields[-1]))
+                object.__setattr__(result, "finished_at", _when(finished_at))
                 task_finished.send(type(self.backend), task_result=result)
         from echomq.consumer import exponential_backoff
 

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from echomq.contrib.django import get_client, valkey_url
+from echomq.embedded import redact
 from games import permissions
 
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
         if not (settings.DEBUG or settings.DEV):
             raise CommandError("reset_demo erases everything: it runs only on a developer's install "
                                "(DEBUG or CODEMOJEX_DEV=1, as ./dev sets); nothing was changed.")
-        url = valkey_url()
+        url = redact(valkey_url())  # shown, never its password
         where = settings.DATABASES["default"].get("NAME")
         if not o["yes"]:
             answer = input(f"Erase every row of database {where} and everything in Valkey {url}, "

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from echomq import Consumer, health
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.embedded import redact
 from games import settlement
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
 from games.workers import settle
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         consumers = [Consumer(get_queue(settlement.QUEUE), settle, name="settler", **common)]
         for c in consumers:
             observer and observer.watch(c)
-        log.info(f"notifier: queues={settlement.QUEUE} valkey={valkey_url()} db={describe_db()}")
+        log.info(f"notifier: queues={settlement.QUEUE} valkey={redact(valkey_url())} db={describe_db()}")
         health.watch(consumers, port=o["health_port"], addr=o["health_addr"])
         if not run_consumers(consumers):
             raise CommandError("a consumer stopped unexpectedly (see the log above)")

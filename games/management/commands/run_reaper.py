@@ -1,6 +1,8 @@
 """The maintenance loop: reap expired leases, promote due jobs, fire the
-schedules (those of ECHOMQ["SCHEDULES"] are created at startup), relay
-unsent guesses, and ask to settle rounds that are due."""
+schedules (those of ECHOMQ["SCHEDULES"] are created at startup), keep the
+round schedules' EchoMQ mirrors true (at start, then every few seconds:
+a Valkey that lost its data gets them back), relay unsent guesses, and ask
+to settle rounds that are due."""
 import logging
 import time
 from datetime import timedelta
@@ -11,8 +13,9 @@ from django.db import close_old_connections
 
 from echomq import Reaper, health
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.embedded import redact
 from echomq.contrib.django.schedules import declared_queues, install
-from games import guesses, leaderboard, settlement, tasks
+from games import guesses, leaderboard, schedules, settlement, tasks
 from games.management.runner import add_metrics_argument, describe_db
 
 log = logging.getLogger(__name__)  # the command's own lines, in the site's log format
@@ -47,6 +50,8 @@ class Command(BaseCommand):
         add_metrics_argument(parser)
         parser.add_argument("--heal-every-s", type=float, default=1.0,
                             help="re-apply leaderboards a restarted, failed-over or flushed Valkey lost")
+        parser.add_argument("--schedules-every-s", type=float, default=5.0,
+                            help="re-mirror the round schedules into EchoMQ (missing, changed, paused, deleted)")
         health.add_arguments(parser)
 
     def handle(self, *args, **o):
@@ -61,7 +66,11 @@ class Command(BaseCommand):
         def heal_boards():
             return leaderboard.heal()
 
-        periodic = [Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
+        def mirror_round_schedules():
+            return schedules.sync_all()
+
+        periodic = [Every(mirror_round_schedules, o["schedules_every_s"]),  # first: on the first pass
+                    Every(relay_unsent_guesses, max(1.0, o["relay_after_s"] / 2)),
                     Every(close_due_rounds, o["sweep_every_s"]),
                     Every(heal_boards, o["heal_every_s"])]
         try:
@@ -74,7 +83,7 @@ class Command(BaseCommand):
         names = [guesses.QUEUE, settlement.QUEUE, tasks.QUEUE]
         queues = [get_queue(n) for n in names + [n for n in declared_queues() if n not in names]]
         log.info(f"reaper: queues={','.join(q.name for q in queues)} interval_ms={o['interval_ms']} "
-                 f"max_stalls={o['max_stalls']} valkey={valkey_url()} db={describe_db()}")
+                 f"max_stalls={o['max_stalls']} valkey={redact(valkey_url())} db={describe_db()}")
         reaper = Reaper(queues, interval_ms=o["interval_ms"], max_stalls=o["max_stalls"], tasks=periodic)
         if o["metrics_port"]:
             from echomq.metrics import ReaperMetrics, serve

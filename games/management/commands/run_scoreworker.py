@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from echomq import Consumer, health
 from echomq.contrib.django import get_queue, valkey_url
+from echomq.embedded import redact
 from games.guesses import QUEUE
 from games.management.runner import add_metrics_argument, describe_db, run_consumers, start_metrics
 from games.workers import score_guesses
@@ -64,7 +65,7 @@ class Command(BaseCommand):
             export_scoring()
         log.info(f"score worker: queue={queue.name} concurrency={o['concurrency']} "
                  f"lease_ms={o['lease_ms']} batch={o['batch']} batch_window_ms={o['batch_window_ms']} "
-                 f"prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={valkey_url()} "
+                 f"prefetch={o['prefetch'] if o['prefetch'] is not None else 'auto'} valkey={redact(valkey_url())} "
                  f"db={describe_db()}")
         consumer = Consumer(queue, handler_many=score_guesses, batch=o["batch"],
                             batch_window_ms=o["batch_window_ms"], concurrency=o["concurrency"],

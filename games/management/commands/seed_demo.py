@@ -1,4 +1,5 @@
-"""A playable demo: emoji sets, players with balances, open rounds, an admin.
+"""A playable demo: emoji sets, players with balances, open rounds, a round
+schedule (so a round is always open), an admin.
 
 Idempotent: run it any number of times; it only adds what is missing."""
 import os
@@ -14,7 +15,7 @@ from django.db import transaction
 from echomq.contrib.django import valkey_url
 from games import demo, wallet
 from games.emoji_sets import SETS, check
-from games.models import EmojiSet, LedgerEntry, Round
+from games.models import EmojiSet, LedgerEntry, Round, RoundSchedule
 from games.players import ensure_player
 from games.rounds import create_round
 
@@ -25,6 +26,10 @@ ROUNDS = [
     {"title": "Blind: food", "set": "food", "kind": "blind", "currency": "keys", "price": 2, "pool": 500},
     {"title": "Free play: travel", "set": "travel", "kind": "classic", "currency": "clips", "price": 1, "pool": 20},
 ]
+# A round every ten minutes that lasts ten: one ends as the next opens
+# (games.schedules puts rounds on the grid), whatever else is open.
+SCHEDULE = {"name": "Ten-minute classic", "set": "animals", "every_minutes": 10, "minutes": 10, "price": 1,
+            "pool": 50}
 
 
 class Command(BaseCommand):
@@ -86,9 +91,27 @@ class Command(BaseCommand):
                                guess_price=spec["price"], prize_pool=spec["pool"], title=spec["title"],
                                duration=timedelta(hours=o["hours"]))
             self.stdout.write(f"round {rnd} opened until {rnd.ends_at:%Y-%m-%d %H:%M} UTC")
+        seed_schedule(self)
         seed_operators(self)
         demo.liven(players, self.stdout.write)  # other players' guesses, standings, a settled round
         self.stdout.write("demo ready: log in at /admin/ as admin")
+
+
+def seed_schedule(command) -> None:
+    """The demo's round schedule, on an install that has none (one an
+    operator made, paused or changed is left alone)."""
+    if RoundSchedule.objects.exists():
+        names = ", ".join(RoundSchedule.objects.values_list("name", flat=True)[:3])
+        command.stdout.write(f"round schedules exist ({names}{', ...' if RoundSchedule.objects.count() > 3 else ''})")
+        return
+    spec = SCHEDULE
+    schedule = RoundSchedule(name=spec["name"], emoji_set=EmojiSet.objects.get(slug=spec["set"]),
+                             every_seconds=spec["every_minutes"] * 60, minutes=spec["minutes"],
+                             guess_price=spec["price"], prize_pool=spec["pool"])
+    schedule.full_clean()
+    schedule.save()  # mirrored into EchoMQ on commit; the reaper fires its ticks
+    command.stdout.write(f"round schedule {schedule.name}: a round every {spec['every_minutes']} minutes, "
+                         f"the first at {schedule.next_runs(1)[0]:%H:%M} UTC")
 
 
 # One demo staff user per operator group (games.permissions.GROUPS), none a superuser.

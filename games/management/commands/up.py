@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from echomq.contrib.django import embedded_cluster_dir, is_cluster, valkey_url
+from echomq.embedded import redact
 from games.management.commands.seed_demo import OPERATORS
 
 
@@ -77,7 +78,7 @@ class Command(BaseCommand):
                                  "-k", "codemojex_site.live_worker.Worker", "codemojex_site.asgi:application",
                                  "--bind", f"{o['host']}:{live_port}", "--workers", "1"]
         children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
-        self.stdout.write(f"started {', '.join(children)}; valkey {env['VALKEY_URL']}")
+        self.stdout.write(f"started {', '.join(children)}; valkey {redact(env['VALKEY_URL'])}")
         if not o["no_web"]:
             self.stdout.write(self._banner(o["host"], o["port"]))
         self.stdout.flush()

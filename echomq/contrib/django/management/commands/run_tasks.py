@@ -16,6 +16,7 @@ from django.tasks import task_backends
 
 from echomq import health
 from echomq.contrib.django import valkey_url
+from echomq.embedded import redact
 from echomq.contrib.django.schedules import install
 from echomq.contrib.django.tasks import EchoMQBackend, serve
 
@@ -65,7 +66,7 @@ class Command(BaseCommand):
             observer = ConsumerMetrics()
             export(o["metrics_port"])
         log.info(f"run_tasks: backend={o['backend']} queues={','.join(queues)} "
-                 f"concurrency={o['concurrency']} valkey={valkey_url()}"
+                 f"concurrency={o['concurrency']} valkey={redact(valkey_url())}"
                  + (f" metrics=:{o['metrics_port']}" if o["metrics_port"] else "")
                  + (" burst" if o["burst"] else ""))
         consumers = []
