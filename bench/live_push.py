@@ -117,24 +117,22 @@ async def _body(reader, head: dict) -> bytes:
     return b""
 
 
-async def poller(port: int, path: str, stop: asyncio.Event, record: list, errors: list) -> None:
-    """A watch page's poll loop: every 3 s, with the last ETag."""
-    await asyncio.sleep(random.uniform(0, POLL_S))
+async def poll_loop(port: int, path: str, every_s: float, cookie: str, stop: asyncio.Event, errors: list,
+                    seen) -> None:
+    """A page's poll loop on one keep-alive connection, with the last ETag,
+    every ``every_s``; ``seen(body, now)`` gets each full answer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     etag = None
     while not stop.is_set():
         try:
-            headers = {"Accept": "application/json"}
+            headers = {"Accept": "application/json", **({"Cookie": cookie} if cookie else {})}
             if etag:
                 headers["If-None-Match"] = etag
             status, head, _ = await _request(reader, writer, path, headers)
             body = await _body(reader, head)
-            now = time.time()
             if status == 200:
                 etag = head.get("etag")
-                m = AT.search(body)
-                if m:
-                    record.append((now, int(m.group(1))))
+                seen(body, time.time())
             elif status != 304:
                 errors.append(status)
         except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
@@ -142,41 +140,30 @@ async def poller(port: int, path: str, stop: asyncio.Event, record: list, errors
             writer.close()
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
-            await asyncio.wait_for(stop.wait(), POLL_S)
+            await asyncio.wait_for(stop.wait(), every_s)
         except TimeoutError:
             pass
     writer.close()
+
+
+async def poller(port: int, path: str, stop: asyncio.Event, record: list, errors: list) -> None:
+    """A watch page's poll: every 3 s; when each view (its ``at``) arrived."""
+    def seen(body: bytes, now: float) -> None:
+        m = AT.search(body)
+        if m:
+            record.append((now, int(m.group(1))))
+    await asyncio.sleep(random.uniform(0, POLL_S))
+    await poll_loop(port, path, POLL_S, "", stop, errors, seen)
 
 
 async def own_poller(port: int, path: str, cookie: str, stop: asyncio.Event, own: dict, errors: list) -> None:
     """A player's round page right after a guess, polled as play.js does
-    while a guess of theirs is queued (every 0.4 s): when is each of their
-    guesses first seen scored."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    etag = None
-    while not stop.is_set():
-        try:
-            headers = {"Accept": "application/json", "Cookie": cookie}
-            if etag:
-                headers["If-None-Match"] = etag
-            status, head, _ = await _request(reader, writer, path, headers)
-            body = await _body(reader, head)
-            now = time.time()
-            if status == 200:
-                etag = head.get("etag")
-                for gid in SCORED.findall(body.replace(b'": ', b'":').replace(b', "', b',"')):
-                    own.setdefault(gid.decode(), now)
-            elif status != 304:
-                errors.append(status)
-        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
-            errors.append("conn")
-            writer.close()
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            await asyncio.wait_for(stop.wait(), POLL_PENDING_S)
-        except TimeoutError:
-            pass
-    writer.close()
+    while a guess of theirs is queued (every 0.4 s): when each of their
+    guesses is first seen scored."""
+    def seen(body: bytes, now: float) -> None:
+        for gid in SCORED.findall(body.replace(b'": ', b'":').replace(b', "', b',"')):
+            own.setdefault(gid.decode(), now)
+    await poll_loop(port, path, POLL_PENDING_S, cookie, stop, errors, seen)
 
 
 async def listener(port: int, path: str, cookie: str, stop: asyncio.Event, record: list, errors: list,
