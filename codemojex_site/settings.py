@@ -294,6 +294,16 @@ TASKS = {
     },
 }
 
+# Live pages (games.push): the pages open a Server-Sent Events stream on the
+# live process (codemojex_site.asgi) and poll only while it is unavailable.
+# LIVE_URL is where browsers reach that process: empty when a proxy routes
+# /live/ to it on the pages' own origin (docs/deploy.md), else its origin
+# (`./dev run`: the next port), which must then list the pages' origin in
+# LIVE_ORIGINS (the streams answer it with CORS). LIVE_PUSH=0: poll only.
+LIVE_PUSH = env.bool("LIVE_PUSH", default=True)
+LIVE_URL = env.str("LIVE_URL", default="")
+LIVE_ORIGINS = env.list("LIVE_ORIGINS", default=[])
+
 # Behind a reverse proxy (TLS terminated there), say so with BEHIND_PROXY=1:
 # only then are its X-Forwarded-Proto (is the request HTTPS?) and the last
 # X-Forwarded-For hop (the client's address, for rate limits) believed.

@@ -39,6 +39,7 @@ from django.utils.html import escape, format_html
 from django.utils.timezone import template_localtime
 from jinja2 import ChainableUndefined, Environment, pass_context
 
+from . import push
 from .models import Notification, Wallet
 from .views import common
 
@@ -135,7 +136,7 @@ _NAV_PLAYER = (
     '\n      <a href="{me}">Profile</a>'
     '\n      <a href="{wallet}" aria-label="Wallet{wallet_words}">'
     '\n        Wallet{balances}</a>'
-    '\n      <a href="{notifications}" aria-label="Notifications, {unread} unread">Notifications{badge}</a>'
+    '\n      <a href="{notifications}" aria-label="Notifications, {unread} unread" data-notes>Notifications{badge}</a>'
     '\n      <form method="post" action="{logout}" class="inline">{csrf_input}'
     '\n        <button type="submit" class="link">Log out {username}</button>'
     '\n      </form>\n    ')
@@ -215,7 +216,7 @@ def environment(**options) -> Environment:
     options.setdefault("keep_trailing_newline", True)
     options.setdefault("finalize", finalize)
     env = PageEnvironment(**options)
-    env.globals.update(url=url, static=static, header_nav=header_nav)
+    env.globals.update(url=url, static=static, header_nav=header_nav, live_stream=push.stream_url)
     env.filters.update(date=date, pluralize=pluralize, amount=amount, signed_amount=signed_amount,
                        until=until, since=since, emoji_name=common.emoji_name)
     return env

@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 import time
 
+import redis
+
 from echomq import UNAVAILABLE
 from echomq.contrib.django import get_client
 
@@ -308,3 +310,50 @@ def activity_words(n: int) -> str:
     if n == 0:
         return "no guesses in the last minute"
     return f"{n} guess{'' if n == 1 else 'es'} in the last minute"
+
+
+def snapshot_many(round_id: str, player_ids, *, board: bool, client=None) -> dict[str, dict] | None:
+    """:func:`snapshot`'s panel for each of ``player_ids`` in one round trip
+    (one script call each, pipelined): what a push sends every open round
+    page of a round when someone scores. None when Valkey does not answer."""
+    client = client or get_client()
+    player_ids = list(dict.fromkeys(player_ids))
+    now_ms = int(time.time() * 1000)
+    try:
+        replies = _snapshots(client, [_snapshot_args(round_id, pid, board, now_ms) for pid in player_ids])
+        out = {}
+        for pid, (players, recent, rank, top, start, near) in zip(player_ids, replies):
+            snap = {"players": players, "recent": recent, "rank": None if rank < 0 or not board else rank + 1,
+                    "top": [], "around": [], "recent_words": activity_words(recent)}
+            if board:
+                snap["top"] = _rows(client, _pairs(top), 1, pid)
+                if start >= 0:
+                    snap["around"] = _rows(client, _pairs(near), start + 1, pid)
+            out[pid] = snap
+        return out
+    except UNAVAILABLE as exc:
+        log.warning("live panels of %s skipped, Valkey unreachable: %s", round_id, exc)
+        return None
+
+
+def _snapshots(client, calls: list[tuple[list, list]]) -> list:
+    """``_SNAPSHOT`` once per (keys, args), pipelined; loaded and sent again
+    after a NOSCRIPT reply. On a cluster each call goes to its board's node
+    (both keys share the board's slot)."""
+    if not calls:
+        return []
+    route = getattr(client, "get_node_from_key", None)
+    for attempt in (1, 2):
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            opts = {"target_nodes": route(keys[0])} if route is not None else {}
+            pipe.execute_command("EVALSHA", _SNAPSHOT.sha, len(keys), *keys, *args, **opts)
+        replies = pipe.execute(raise_on_error=False)
+        if attempt == 1 and any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+            client.script_load(_SNAPSHOT.source)
+            continue
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
+    return []  # not reached: the second attempt returns or raises

@@ -72,6 +72,7 @@ def _names(player_ids) -> dict[str, str]:
 
 def build(rnd: Round) -> dict:
     """The public view of ``rnd`` now (see the module doc), JSON-ready."""
+    at = int(time.time() * 1000)  # reads start now: what was recorded before is in the view
     sealed = rnd.kind == Round.Kind.BLIND and not rnd.revealed
     voided = rnd.status == Round.Status.VOIDED
     players, per_minute, standings = _counts(rnd.pk, board=not sealed and not voided)
@@ -107,6 +108,7 @@ def build(rnd: Round) -> dict:
             "house": (rnd.result or {}).get("house", 0),
         }
     out["version"] = hashlib.sha256(json.dumps(out, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:20]
+    out["at"] = at  # when it was read (ms), outside the version: a rebuild of the same view is the same version
     return out
 
 

@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import engine, leaderboard, live, locks, payouts, rides, rounds, schedules, share
+from .. import engine, leaderboard, live, locks, payouts, push, rides, rounds, schedules, share
 from .. import metrics as game_metrics
 from ..errors import RepeatedGuess, RoundClosed, RoundExpired, RoundNotFound, SubmitError
 from ..forms import ComposeForm, DraftForm, GuessForm, LockForm, compose as compose_draft
@@ -279,6 +279,7 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "scoring": share.LEGEND,
         "diamonds_per_key": DIAMONDS_PER_KEY,
         "repeated": [e for e in dict.fromkeys(slots) if e and slots.count(e) > 1],
+        "stream": _stream(rnd, "round"),
     }
     return render(request, "games/round.html", context, status=status)
 
@@ -319,7 +320,7 @@ def _lobby(request):
               .filter(Q(status__in=[Round.Status.SETTLED, Round.Status.VOIDED]) | Q(ends_at__lte=now))
               .distinct().order_by("-ends_at")[:10])
     return render(request, "games/lobby.html", {"rows": rows, "recent": recent, "ended": just_ended(),
-                                                "coming": coming_next()})
+                                                "coming": coming_next(), "stream": push.stream_url("lobby")})
 
 
 JUST_ENDED = 5
@@ -448,17 +449,35 @@ def my_guesses(request, round_id: str):
     rnd, guesses = round_and_my_guesses(round_id, request.player.pk, POLL_ROUND_FIELDS)
     if rnd is None:
         return JsonResponse({"error": "That round does not exist."}, status=404)
-    rows = [guess_row(g, rnd) for g in guesses]
-    totals = [r["total"] for r in rows if r["total"] is not None]
-    response = JsonResponse({
-        "round": {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)},
-        "guesses": rows,
-        "best": max(totals) if totals else None,
-        "live": _live(request, rnd, guesses),
-    }, json_dumps_params={"ensure_ascii": False})
-    if tag is not None and not any(r["status"] == Guess.Status.QUEUED for r in rows):
+    answer = poll_answer(rnd, guesses, _live(request, rnd, guesses))
+    response = JsonResponse(answer, json_dumps_params={"ensure_ascii": False})
+    if tag is not None and not any(r["status"] == Guess.Status.QUEUED for r in answer["guesses"]):
         response["ETag"] = tag  # never reuse an answer still waiting for a score
     return response
+
+
+def round_state(rnd: Round) -> dict:
+    """What a page script needs to know of the round itself (a change of
+    status makes the round page reload)."""
+    return {"id": rnd.pk, "status": rnd.status, "open": rnd.is_open, "sealed": _sealed(rnd)}
+
+
+def poll_answer(rnd: Round, guesses: list[Guess], live_panel: dict | None) -> dict:
+    """The round page's update for its player: the round's state, my
+    guesses (``guess_row``: only what I may see), my best and the panel.
+    The poll answers it, and the live stream pushes it when one of my
+    guesses is scored (``games.push``)."""
+    rows = [guess_row(g, rnd) for g in guesses]
+    totals = [r["total"] for r in rows if r["total"] is not None]
+    return {"round": round_state(rnd), "guesses": rows, "best": max(totals) if totals else None, "live": live_panel}
+
+
+def with_my_unscored(snap: dict | None, guesses: list[Guess]) -> dict | None:
+    """The panel with my guesses still being scored counted (see ``_with_my_unscored``)."""
+    if snap is not None:
+        _with_my_unscored(snap, guesses)
+        snap["recent_words"] = live.activity_words(snap["recent"])
+    return snap
 
 
 def _standings(rnd: Round) -> tuple[list[leaderboard.Standing], bool]:
@@ -478,14 +497,27 @@ def leaderboard_page(request, round_id: str):
     blind round is sealed."""
     rnd = _get_round(round_id)
     if _sealed(rnd):
-        return render(request, "games/leaderboard.html", {"rnd": rnd, "sealed": True})
+        return render(request, "games/leaderboard.html", {"rnd": rnd, "sealed": True, "stream": _stream(rnd)})
+    rows, from_valkey = board_rows(rnd, request.player.pk)
+    return render(request, "games/leaderboard.html", {"rnd": rnd, "rows": rows, "live": from_valkey,
+                                                      "rules": payouts.explain_round(rnd), "stream": _stream(rnd)})
+
+
+def board_rows(rnd: Round, me: str | None = None) -> tuple[list[dict], bool]:
+    """The leaderboard's rows (best total per player; never called while a
+    blind round is sealed) and whether they came from Valkey. ``me`` marks
+    the asking player's row; a push (``games.push``) sends the rows to every
+    reader of the board and each page marks its own by name."""
     standings, from_valkey = _standings(rnd)
     names = dict(Player.objects.filter(pk__in=[s.player_id for s in standings])
                  .values_list("pk", "user__username"))
     prizes = {p["player"]: p["prize"] for p in (rnd.result or {}).get("payouts", [])}
-    rows = [{"rank": s.rank, "place": payouts.place(rnd.kind, standings, s)[0],
+    return [{"rank": s.rank, "place": payouts.place(rnd.kind, standings, s)[0],
              "name": names.get(s.player_id, "(gone)"), "total": s.total,
              "percentage": round(s.total / 6), "prize": prizes.get(s.player_id),
-             "me": s.player_id == request.player.pk} for s in standings]
-    return render(request, "games/leaderboard.html", {"rnd": rnd, "rows": rows, "live": from_valkey,
-                                                      "rules": payouts.explain_round(rnd)})
+             "me": s.player_id == me} for s in standings], from_valkey
+
+
+def _stream(rnd: Round, name: str = "board") -> str:
+    """A page's live stream while its round is open (``games.push``)."""
+    return push.stream_url(name, rnd.pk) if rnd.status in (Round.Status.OPEN, Round.Status.REVEALING) else ""

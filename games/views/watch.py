@@ -15,7 +15,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from .. import watch
+from .. import push, watch
 
 
 def _view_or_404(round_id: str) -> dict:
@@ -30,7 +30,9 @@ def watch_page(request, round_id: str):
     """The round as anyone may watch it: board, guesses per minute, time
     left, and the reveal once it is settled."""
     data = _view_or_404(round_id)
-    return render(request, "games/watch.html", {"v": data, "now_html": mark_safe(watch.fragment(data))})
+    live = data["round"]["status"] in ("open", "revealing")  # a closed round's view hardly changes
+    return render(request, "games/watch.html", {"v": data, "now_html": mark_safe(watch.fragment(data)),
+                                                "stream": push.stream_url("watch", round_id) if live else ""})
 
 
 def etag(data: dict) -> str:

@@ -68,7 +68,7 @@ def _get_ok(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def live(django_db_setup, valkey_server, tmp_path_factory):
-    """gunicorn + score worker + notifier + task worker + reaper against the test database,
+    """gunicorn + the live process + score worker + notifier + task worker + reaper against the test database,
     per module: they must be gone before other tests run, or these workers
     would score and settle those tests' rounds."""
     logs = tmp_path_factory.mktemp("live-logs")
@@ -78,11 +78,18 @@ def live(django_db_setup, valkey_server, tmp_path_factory):
     env.update(DEBUG="0", STATIC_ROOT=str(static), LOG_LEVEL="WARNING")
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env,
                    check=True)
-    port = embedded.free_port()
+    port, live_port = embedded.free_port(), embedded.free_port()
+    # The pages open their streams on the live process's own port, as under ./dev run.
+    env.update(LIVE_URL=f"http://127.0.0.1:{live_port}", LIVE_ORIGINS=f"http://127.0.0.1:{port}")
     with open(logs / "web.log", "wb") as log:
         web = subprocess.Popen([sys.executable, "-m", "gunicorn", "codemojex_site.wsgi", "--bind",
                                 f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    with open(logs / "live.log", "wb") as log:
+        pusher = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:codemojex_site.gunicorn_conf",
+                                   "-k", "codemojex_site.live_worker.Worker", "codemojex_site.asgi:application",
+                                   "--bind", f"127.0.0.1:{live_port}", "--workers", "1"],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     procs = [
         Proc(["run_scoreworker", "--concurrency", "2"], valkey_server.url, logs, "score"),
         Proc(["run_notifier"], valkey_server.url, logs, "notify"),
@@ -92,14 +99,17 @@ def live(django_db_setup, valkey_server, tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _get_ok(url + "/login/"), timeout=30, what="gunicorn")
+        wait_for(lambda: _get_ok(f"http://127.0.0.1:{live_port}/readyz"), timeout=30, what="the live process")
         yield Live(url, procs[0], procs)
     finally:
-        web.send_signal(signal.SIGTERM)
-        web.wait(30)
+        for server in (web, pusher):
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)
         for proc in procs:
             proc.popen.send_signal(signal.SIGCONT)  # in case a test left it stopped
             proc.terminate()
-    out = (logs / "web.log").read_text(errors="replace") + "".join(p.output() for p in procs)
+    out = ((logs / "web.log").read_text(errors="replace") + (logs / "live.log").read_text(errors="replace")
+           + "".join(p.output() for p in procs))
     assert "Traceback" not in out, out
 
 

@@ -118,6 +118,12 @@ def test_each_command_line_exists(unit_name, argv):
         assert parsed.config.startswith("python:")
         assert importlib.util.find_spec(parsed.config.removeprefix("python:")) is not None
         [app] = parsed.args
-        assert importlib.util.find_spec(app) is not None and app == settings.WSGI_APPLICATION.rsplit(".", 1)[0]
+        if parsed.worker_class is None:  # the pages: the WSGI application
+            assert importlib.util.find_spec(app) is not None and app == settings.WSGI_APPLICATION.rsplit(".", 1)[0]
+        else:  # the live process: the ASGI application under uvicorn's worker
+            module, _, attr = parsed.worker_class.rpartition(".")
+            assert isinstance(getattr(importlib.import_module(module), attr), type)
+            module, _, attr = app.partition(":")
+            assert app == "codemojex_site.asgi:application" and callable(getattr(importlib.import_module(module), attr))
     else:
         pytest.fail(f"{unit_name}: {program} is neither the codemojex command nor gunicorn")

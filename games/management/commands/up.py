@@ -1,5 +1,7 @@
-"""``./dev run``: migrate, seed the demo, then run web, score worker(s),
-notifier (settlement), the task worker (notifications) and reaper as child processes until Ctrl-C / SIGTERM.
+"""``./dev run``: migrate, seed the demo, then run web, the live process
+(the pages' streams, ``codemojex_site.asgi``, on the next port), score
+worker(s), notifier (settlement), the task worker (notifications) and reaper
+as child processes until Ctrl-C / SIGTERM.
 
 A small supervisor, not a production process manager: a child that exits on
 its own is logged and restarted after a second; SIGTERM/SIGINT is passed to
@@ -20,13 +22,16 @@ from games.management.commands.seed_demo import OPERATORS
 
 
 class Command(BaseCommand):
-    help = "Run the whole demo: migrate, seed, web + score workers + notifier + task worker + reaper."
+    help = "Run the whole demo: migrate, seed, web + live + score workers + notifier + task worker + reaper."
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8000)))
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--scoreworkers", type=int, default=2)
         parser.add_argument("--no-web", action="store_true")
+        parser.add_argument("--live-port", type=int, default=None,
+                            help="the live process's port (default: the next one); the pages open their streams there")
+        parser.add_argument("--no-live", action="store_true", help="no live process: the pages poll")
 
     def _banner(self, host: str, port: int) -> str:
         """The URL and the logins, last, so they do not scroll away."""
@@ -60,6 +65,18 @@ class Command(BaseCommand):
         if not o["no_web"]:
             specs["web"] = [sys.executable, "-m", "gunicorn", "-c", "python:codemojex_site.gunicorn_conf",
                             "codemojex_site.wsgi", "--bind", f"{o['host']}:{o['port']}", "--workers", "2"]
+            if o["no_live"]:
+                env["LIVE_PUSH"] = "0"
+            else:
+                # No proxy here to route /live/ on the pages' origin: the pages
+                # open their streams on the live process's own port (CORS).
+                live_port = o["live_port"] or o["port"] + 1
+                env["LIVE_URL"] = f"http://{o['host']}:{live_port}"
+                env["LIVE_ORIGINS"] = ",".join(f"http://{h}:{o['port']}" for h in dict.fromkeys(
+                    [o["host"], "localhost" if o["host"] == "127.0.0.1" else o["host"]]))
+                specs["live"] = [sys.executable, "-m", "gunicorn", "-c", "python:codemojex_site.gunicorn_conf",
+                                 "-k", "codemojex_site.live_worker.Worker", "codemojex_site.asgi:application",
+                                 "--bind", f"{o['host']}:{live_port}", "--workers", "1"]
         children = {name: subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR) for name, cmd in specs.items()}
         self.stdout.write(f"started {', '.join(children)}; valkey {redact(env['VALKEY_URL'])}")
         if not o["no_web"]:

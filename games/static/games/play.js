@@ -7,9 +7,51 @@
  * "In this round" panel (players, recent activity, the board around you).
  * The composer warns about a repeated emoji (the secret has none, so such a
  * guess can never be perfect; it is still taken and scored). After a round, the
- * share card gets a Copy button. A round's watch page refreshes its live part. */
+ * share card gets a Copy button. A round's watch page refreshes its live part.
+ *
+ * Live push: a page whose <main> names a stream (data-stream, games.push)
+ * opens it as an EventSource and applies what it pushes -- my guesses' scores,
+ * the round's panel and board, the watch page's view, the lobby's counts, the
+ * header's unread badge -- with the same code that applies a poll's answer.
+ * While the stream is open the polls stand down; while it is not (no
+ * EventSource, refused, dropped, or the server said "down") they run as
+ * before, and the stream is tried again later. */
 (function () {
   "use strict";
+
+  var main = document.getElementById("main");
+  var streamUrl = main ? main.getAttribute("data-stream") : "";
+  var handlers = {};        // event name -> function (data)
+  var pushWatchers = [];    // told when the stream opens (true) or is lost (false)
+  var pushed = false;
+  var onEvent = function (name, apply) { handlers[name] = apply; };
+  var onPush = function (told) { pushWatchers.push(told); };
+  var setPushed = function (on) {
+    if (pushed === on) { return; }
+    pushed = on;
+    main.setAttribute("data-pushed", on ? "1" : "0");  // for whoever looks: is the page live now?
+    pushWatchers.forEach(function (told) { told(on); });
+  };
+
+  // The header's unread badge, from any page's stream.
+  onEvent("unread", function (data) {
+    var link = document.querySelector("[data-notes]");
+    if (!link) { return; }
+    var badge = link.querySelector("[data-unread]");
+    if (data.unread > 0) {
+      if (!badge) {
+        badge = document.createElement("span");
+        badge.className = "badge";
+        badge.setAttribute("data-unread", "");
+        link.appendChild(document.createTextNode(" "));
+        link.appendChild(badge);
+      }
+      badge.textContent = data.unread;
+    } else if (badge) {
+      badge.remove();
+    }
+    link.setAttribute("aria-label", "Notifications, " + data.unread + " unread");
+  });
 
   var composer = document.querySelector("[data-composer]");
   if (composer) {
@@ -99,20 +141,91 @@
 
   // The full leaderboard page refreshes its table in place while the round
   // is open (the same HTML the server renders; no reload, no new endpoint).
+  // Pushed, its rows are drawn from the stream's "board" (the same rows,
+  // the reader's own marked by name); a change of the round reloads it.
   var table = document.querySelector("[data-live-table]");
-  if (table && table.dataset.open === "1" && window.fetch && window.DOMParser) {
-    var refresh = function () {
-      if (document.hidden) { window.setTimeout(refresh, 5000); return; }
-      fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
+  if (table && window.fetch && window.DOMParser) {
+    var refreshTimer = null;
+    var fetchTable = function () {
+      return fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
         .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
         .then(function (html) {
           var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("[data-live-table]");
-          if (fresh) { table.innerHTML = fresh.innerHTML; }
-          if (!fresh || fresh.dataset.open === "1") { window.setTimeout(refresh, 5000); }
-        })
-        .catch(function () { window.setTimeout(refresh, 10000); });
+          if (fresh) { table.innerHTML = fresh.innerHTML; table.dataset.open = fresh.dataset.open; }
+          return fresh;
+        });
     };
-    window.setTimeout(refresh, 5000);
+    var refresh = function () {
+      refreshTimer = null;
+      if (pushed || table.dataset.open !== "1") { return; }
+      if (document.hidden) { refreshTimer = window.setTimeout(refresh, 5000); return; }
+      fetchTable()
+        .then(function (fresh) {
+          if (!pushed && (!fresh || fresh.dataset.open === "1")) { refreshTimer = window.setTimeout(refresh, 5000); }
+        })
+        .catch(function () { refreshTimer = window.setTimeout(refresh, 10000); });
+    };
+    var cell = function (tag, text) {
+      var el = document.createElement(tag);
+      el.textContent = text;
+      return el;
+    };
+    onEvent("board", function (data) {
+      if (data.round.status !== table.dataset.status) { window.location.reload(); return; }
+      var body = table.querySelector("tbody");
+      if (!data.rows) { return; }
+      if (!body) { if (data.rows.length) { fetchTable().catch(function () { return null; }); } return; }
+      var me = body.parentNode.getAttribute("data-me"), ties = table.dataset.tiesShare === "1";
+      body.textContent = "";
+      data.rows.forEach(function (row) {
+        var tr = document.createElement("tr"), mine = row.name === me;
+        if (mine) { tr.className = "me"; tr.setAttribute("aria-current", "true"); }
+        tr.appendChild(cell("td", ties ? row.place : row.rank));
+        var name = cell("th", row.name + (mine ? " (you)" : ""));
+        name.setAttribute("scope", "row");
+        tr.appendChild(name);
+        tr.appendChild(cell("td", row.total + "/600"));
+        tr.appendChild(cell("td", row.percentage + "%"));
+        body.appendChild(tr);
+      });
+    });
+    onPush(function (on) {
+      if (on && refreshTimer !== null) { window.clearTimeout(refreshTimer); refreshTimer = null; }
+      if (!on && refreshTimer === null) { refreshTimer = window.setTimeout(refresh, 5000); }
+    });
+    if (table.dataset.open === "1") { refreshTimer = window.setTimeout(refresh, 5000); }
+  }
+
+  // The lobby: players per open round from the stream; a round opening or
+  // closing redraws the table from the page itself.
+  var lobby = document.querySelector("[data-lobby]");
+  if (lobby && window.fetch && window.DOMParser) {
+    onEvent("lobby", function (data) {
+      if (data.rounds.join(" ") !== lobby.dataset.rounds) {
+        fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
+          .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+          .then(function (html) {
+            var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("[data-lobby]");
+            if (fresh) { lobby.innerHTML = fresh.innerHTML; lobby.dataset.rounds = fresh.dataset.rounds; }
+          })
+          .catch(function () { return null; });
+        return;
+      }
+      data.rounds.forEach(function (id) {
+        var row = lobby.querySelector('[data-round="' + id + '"]');
+        var n = data.playing[id];
+        if (!row || n === undefined) { return; }
+        var span = row.querySelector("[data-playing]");
+        if (!span && n > 0) {
+          span = document.createElement("span");
+          span.setAttribute("data-playing", "");
+          var pays = row.querySelector(".pays");
+          pays.insertBefore(document.createTextNode(" · "), pays.firstChild);
+          pays.insertBefore(span, pays.firstChild);
+        }
+        if (span) { span.textContent = n + " playing"; }
+      });
+    });
   }
 
   // A round's public watch page: its live part is replaced whole by the
@@ -129,8 +242,13 @@
       watchBox.dataset.open = (data.round.status === "open" || data.round.status === "revealing") ? "1" : "0";
     };
     window.codemojexWatch = applyWatch;
+    onEvent("watch", applyWatch);
+    var watchTimer = null;
+    var watchLater = function (ms) { watchTimer = window.setTimeout(watchPoll, ms); };
     var watchPoll = function () {
-      if (document.hidden) { window.setTimeout(watchPoll, 3000); return; }
+      watchTimer = null;
+      if (pushed) { return; }
+      if (document.hidden) { watchLater(3000); return; }
       fetch(watchBox.dataset.url, { headers: { Accept: "application/json", "If-None-Match": 'W/"' + watchVersion + '"' },
                                     cache: "no-store" })
         .then(function (r) {
@@ -140,15 +258,19 @@
         })
         .then(function (data) {
           applyWatch(data);
-          if (watchBox.dataset.open === "1") { window.setTimeout(watchPoll, 3000); }
+          if (watchBox.dataset.open === "1" && !pushed) { watchLater(3000); }
         })
-        .catch(function () { window.setTimeout(watchPoll, 10000); });
+        .catch(function () { watchLater(10000); });
     };
-    if (watchBox.dataset.open === "1") { window.setTimeout(watchPoll, 3000); }
+    onPush(function (on) {
+      if (on && watchTimer !== null) { window.clearTimeout(watchTimer); watchTimer = null; }
+      if (!on && watchTimer === null && watchBox.dataset.open === "1") { watchLater(3000); }
+    });
+    if (watchBox.dataset.open === "1") { watchLater(3000); }
   }
 
   var list = document.querySelector("[data-my-guesses]");
-  if (!list || !window.fetch) { return; }
+  if (!list || !window.fetch) { connect(); return; }
   var initialStatus = list.dataset.status;
   var open = list.dataset.open === "1";
 
@@ -239,13 +361,30 @@
     // while open (to notice another player cracking it, and to refresh the
     // board); stop when over.
     var closing = !open && initialStatus === "open";
-    if (!pending() && !open && !closing) { return; }
+    if (pushed || (!pending() && !open && !closing)) { return; }
     // 400 ms while a guess is being scored keeps scored -> visible under 1 s
     // (p99, measured by bench/live_poll.py).
     timer = window.setTimeout(poll, pending() ? 400 : closing ? 1000 : 3000);
   };
+  // What a poll answers and the stream's "mine" alike; "panel", the
+  // others' part alone (a rival scored).
+  var apply = function (data) {
+    if (data.round.status !== initialStatus) { window.location.reload(); return; }
+    if (data.guesses) {
+      data.guesses.slice().reverse().forEach(showRow);
+      showBest(data.best);
+    }
+    showLive(data.live);
+  };
+  onEvent("mine", apply);
+  onEvent("panel", apply);
+  onPush(function (on) {
+    if (on && timer !== null) { window.clearTimeout(timer); timer = null; }
+    if (!on && timer === null) { schedule(); }
+  });
   var poll = function () {
     timer = null;
+    if (pushed) { return; }
     if (document.hidden) { schedule(); return; }
     var headers = { Accept: "application/json" };
     if (etag) { headers["If-None-Match"] = etag; }  // unchanged -> 304, the server reads nothing
@@ -258,16 +397,38 @@
       })
       .then(function (data) {
         if (data === null) { schedule(); return; }
-        if (data.round.status !== initialStatus) { window.location.reload(); return; }
-        data.guesses.slice().reverse().forEach(showRow);
-        showBest(data.best);
-        showLive(data.live);
+        apply(data);
         schedule();
       })
       .catch(function () { timer = window.setTimeout(poll, 5000); });
   };
   document.addEventListener("visibilitychange", function () {
-    if (!document.hidden && timer === null) { poll(); }
+    if (!document.hidden && timer === null && !pushed) { poll(); }
   });
   schedule();
+  connect();
+
+  // The stream itself: opened once the page's parts have said what they
+  // take. Lost, the polls run; refused or told "down", tried again later.
+  function connect() {
+    if (!streamUrl || !window.EventSource) { return; }
+    var source = new EventSource(streamUrl, { withCredentials: true });
+    var again = function (ms) {
+      source.close();
+      setPushed(false);
+      window.setTimeout(connect, ms);
+    };
+    source.onopen = function () { setPushed(true); };
+    source.onerror = function () {
+      if (source.readyState === 2) { again(30000); } else { setPushed(false); }  // 2: CLOSED, refused
+    };
+    source.addEventListener("down", function () { again(30000); });
+    Object.keys(handlers).forEach(function (name) {
+      source.addEventListener(name, function (event) {
+        var data;
+        try { data = JSON.parse(event.data); } catch (err) { return; }
+        handlers[name](data);
+      });
+    });
+  }
 })();
