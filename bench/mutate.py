@@ -197,6 +197,11 @@ def main(argv=None) -> int:
     ignore = shutil.ignore_patterns(".git", ".venv", ".venvs", "__pycache__", "node_modules", "*.pyc")
     shutil.copytree(REPO, work / "repo", ignore=ignore)
     work = work / "repo"
+    # The Node client's packages are not copied (large, and never mutated): the
+    # copy links to the checkout's, so the Node conformance runner runs there too.
+    node_modules = REPO / "clients" / "node" / "node_modules"
+    if node_modules.is_dir():
+        (work / "clients" / "node" / "node_modules").symlink_to(node_modules)
     print(f"{len(muts)} candidate mutants in {len(files)} files; running {len(picked)} (seed {a.seed}) in {work}",
           flush=True)
     killed, survivors = 0, []
