@@ -486,14 +486,19 @@ class ShardedQueue:
         for shard in self.shards:
             shard.set_events(maxlen)
 
-    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100):
-        """Every shard's events, each shard's in its order, interleaved by
-        time (:func:`echomq.events.merged`). An event's ``cursor`` names a
-        position in every shard: pass it as ``after`` to resume."""
+    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100,
+               reader: str | None = None):
+        """As :meth:`Queue.events`, over every shard: each shard's events in
+        its order, interleaved by time (:func:`echomq.events.merged`). An
+        event's ``cursor`` names a position in every shard: pass it as
+        ``after`` to resume. A named ``reader`` records its position in each
+        shard's stream, so its lag shows per shard (``event_stats``)."""
         _events.check_cursor(after, len(self.shards))
+        _events.check_reader(reader)
         if block_ms is not None:
             check_int(block_ms, "block_ms", 0, MAX_MS)
-        return _events.merged(self.shards, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH))
+        return _events.merged(self.shards, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH),
+                              reader=reader)
 
     def recent_events(self, limit: int = 100, **match) -> list:
         """As :meth:`Queue.recent_events`, over the shards, newest first."""

@@ -85,6 +85,7 @@ def test_ids_raise_typed_errors_that_are_still_value_errors(call):
     lambda q: q.schedule("s", cron="every minute"),
     lambda q: q.schedule("s", every_ms=0),
     lambda q: q.schedule("s", cron="* * * * *", tz="Nowhere/Else"),
+    lambda q: q.schedule("s", cron="0 0 30 2 *"),  # parses, never fires
     lambda q: q.schedule("bad name", every_ms=1000),
     lambda q: q.unschedule("bad name"),
     lambda q: q.pause_schedule(""),
@@ -106,6 +107,8 @@ def test_issue_21_arguments_are_refused_before_asking_valkey(q, r, call):
     lambda q: q.events("0", count=MAX_BATCH + 1),
     lambda q: q.events("0", block_ms=-1),
     lambda q: q.events("0", block_ms=1.5),
+    lambda q: q.events("0", reader="a b"),
+    lambda q: q.events("0", reader=""),
     lambda q: q.recent_events(0),
     lambda q: q.recent_events(10, types=["done"]),
     lambda q: q.recent_events(10, types="claimed"),
