@@ -323,7 +323,12 @@ class ShardedQueue:
         return self._merged("scheduled_jobs", limit, lambda r: r["run_at"])
 
     def pending_ids(self, limit: int = 100) -> list[str]:
-        return self._merged("pending_ids", limit, lambda job_id: job_id)
+        """The shards' flat ready jobs in claim order: highest priority first,
+        then oldest (a claim takes each shard's in that order)."""
+        return [job_id for job_id, _ in self.pending_order(limit)]
+
+    def pending_order(self, limit: int = 100) -> list[tuple[str, tuple[int, str]]]:
+        return self._merged("pending_order", limit, lambda row: row[1])
 
     def per_minute(self, minutes: int = 60) -> list[dict]:
         per = [s.per_minute(minutes) for s in self.shards]
