@@ -127,16 +127,32 @@ class QueueCollector:
 def oldest_pending_age_s(q) -> float:
     """Seconds since the oldest ready job was admitted (server clock).
 
-    Ready sets hold score 0, so members sort by id, and JOB ids sort by mint
-    time: the first member of the flat set and of each lane (up to
-    LANE_SAMPLE lanes) are the candidates; their rows' ``created`` decides."""
+    A ready set's score is its job's priority (-priority, lua/include/priority.lua)
+    and equal scores sort by id, which for JOB ids is mint order; so the
+    oldest job of a set is the first member of one of its priorities, not
+    necessarily its first member (a high priority job admitted last comes
+    first). The candidates are each priority's first member in the flat set
+    and in each lane (up to LANE_SAMPLE lanes), found a priority at a time
+    (one pipelined round trip per priority in use); their rows' ``created``
+    decides."""
     client = q.client
     lanes = list(client.sscan_iter(q.k_lanes, count=LANE_SAMPLE))[:LANE_SAMPLE]
+    keys = [q.k_pending] + [f"{q.prefix}g:{lane.decode()}:pending" for lane in lanes]
+    firsts = []
     pipe = client.pipeline(transaction=False)
-    pipe.zrange(q.k_pending, 0, 0)
-    for lane in lanes:
-        pipe.zrange(f"{q.prefix}g:{lane.decode()}:pending", 0, 0)
-    firsts = [m[0].decode() for m in pipe.execute() if m]
+    for key in keys:
+        pipe.zrange(key, 0, 0, withscores=True)
+    replies = pipe.execute()
+    while True:
+        more = [(key, got[0]) for key, got in zip(keys, replies) if got]
+        if not more:
+            break
+        firsts += [member.decode() for _, (member, _) in more]
+        keys = [key for key, _ in more]
+        pipe = client.pipeline(transaction=False)
+        for key, (_, score) in more:  # the first member of the next priority down
+            pipe.zrangebyscore(key, f"({score:.17g}", "+inf", start=0, num=1, withscores=True)
+        replies = pipe.execute()
     if not firsts:
         return 0.0
     pipe = client.pipeline(transaction=False)
