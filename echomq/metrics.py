@@ -50,7 +50,9 @@ def serve(port: int, addr: str = "127.0.0.1", registry=None):
 
 
 class QueueCollector:
-    """Queue state at scrape time; ``queues`` is a callable answering Queues."""
+    """Queue state at scrape time; ``queues`` is a callable answering Queues
+    (a ShardedQueue is reported as one queue: its shards' figures summed,
+    the oldest ready job of any shard)."""
 
     def __init__(self, queues):
         require()
@@ -101,8 +103,9 @@ class QueueCollector:
                 dead.add_metric([q.name], c["dead_total"])
                 lanes.add_metric([q.name], c["lanes"])
                 paused.add_metric([q.name], int(c["paused"]))
-                reaped.add_metric([q.name], int(q.client.hget(q.k_meta, "reaped") or 0))
-                oldest.add_metric([q.name], oldest_pending_age_s(q) if c["pending"] else 0.0)
+                parts = getattr(q, "shards", None) or [q]  # a ShardedQueue: its shards' figures together
+                reaped.add_metric([q.name], sum(int(p.client.hget(p.k_meta, "reaped") or 0) for p in parts))
+                oldest.add_metric([q.name], max(oldest_pending_age_s(p) for p in parts) if c["pending"] else 0.0)
                 ev = q.event_stats()
                 ev_len.add_metric([q.name], ev["length"])
                 ev_cap.add_metric([q.name], ev["maxlen"])
