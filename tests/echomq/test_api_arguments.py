@@ -124,6 +124,8 @@ def test_issue_21_arguments_are_refused_before_asking_valkey(q, r, call):
     lambda q: q.progress(JOB, 1, {1, 2}),
     lambda q: q.set_result(JOB, 1, "x" * 70_000),
     lambda q: q.enqueue_flow(b"p", []),
+    lambda q: q.enqueue_flow(b"p", 5),
+    lambda q: q.enqueue_flow(b"p", None),
     lambda q: q.enqueue_flow(b"p", [b"a"], on_child_failure="maybe"),
     lambda q: q.enqueue_flow({"payload": b"p", "job_id": JOB}, [{"payload": b"a", "job_id": JOB}]),
     lambda q: q.enqueue_flow(b"p", [{"payload": b"a", "priority": 3}]),
