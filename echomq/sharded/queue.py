@@ -17,7 +17,7 @@ from typing import Iterable, Mapping
 from .. import ids, keyspace
 from .. import events as _events
 from ..checks import (MAX_BATCH, MAX_MS, MAX_PROGRESS, MAX_TEXT, check_claim, check_int, check_json, check_pairs,
-                      check_seconds, enqueue_items)
+                      check_seconds, check_token, enqueue_items)
 from ..cluster import node_of
 from ..errors import UNAVAILABLE, JobNotFound, translate, translated
 from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
@@ -478,11 +478,13 @@ class ShardedQueue:
     # Each shard keeps its own stream, waiters and flows; these answer for the
     # whole queue.
     def progress(self, job_id: str, attempts: int, value) -> bool:
-        """As :meth:`Queue.progress` (the value checked before the job is looked for)."""
+        """As :meth:`Queue.progress` (the token and value checked before the job is looked for)."""
+        check_token(attempts)
         check_json(value, "progress", MAX_PROGRESS)
         return self.locate(job_id).progress(job_id, attempts, value)
 
     def set_result(self, job_id: str, attempts: int, value) -> bool:
+        check_token(attempts)
         check_json(value, "result", MAX_TEXT)
         return self.locate(job_id).set_result(job_id, attempts, value)
 
