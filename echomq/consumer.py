@@ -589,7 +589,7 @@ class Consumer:
             for job in jobs:
                 self._in_hand[job.id] = job
         if jobs and self._draining:
-            new = sum(1 for job in jobs if ids.minted_at_ms(job.id) > self._drain_since_ms)
+            new = sum(1 for job in jobs if ids.minted_at_ms(job.id) >= self._drain_since_ms)
             self._drain_new_left -= new
             self.stats["drain_new"] += new
         if jobs:

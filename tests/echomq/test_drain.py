@@ -1,6 +1,7 @@
 """Consumer.drain() / echomq.testing.drain (issue 21): every job ready now
 and those that become ready while it runs, then it returns, never parked."""
 import threading
+import time
 
 import pytest
 
@@ -60,6 +61,12 @@ def test_drain_of_an_empty_or_paused_queue_returns_at_once(q):
     assert returns(lambda: drain(q, lambda job: None, beat_ms=60_000))["completed"] == 1
 
 
+def minted_before(ms: int = 1000) -> str:
+    """A JOB id minted ``ms`` ago: a job admitted before the drain began
+    (one minted in the drain's first millisecond counts as new)."""
+    return ids.encode("JOB", (int(time.time() * 1000) - ms - ids.EPOCH_MS) << 22)
+
+
 def test_drain_runs_a_flow_parent_its_last_child_made_ready(q):
     """The parent becomes ready when the drain settles the last child, after
     a claim found nothing: the drain looks again and runs it. The second
@@ -92,7 +99,7 @@ def test_drain_runs_what_its_handlers_enqueue_and_ends_on_a_job_that_enqueues_fo
     A chain of follow-ups shorter than that runs to its end; an endless one
     is cut (a warning, stats["drain_cut"]), with nothing lost: the last
     follow-up waits, ready, for the next consumer."""
-    q.enqueue(b"3")
+    q.enqueue(b"3", job_id=minted_before())
 
     def chain(job):
         n = int(job.payload)
@@ -102,7 +109,7 @@ def test_drain_runs_what_its_handlers_enqueue_and_ends_on_a_job_that_enqueues_fo
     stats = returns(lambda: drain(q, chain, beat_ms=60_000))
     assert (stats["completed"], stats["drain_new"], stats["drain_cut"]) == (4, 3, 0)
 
-    q.enqueue(b"again")
+    q.enqueue(b"again", job_id=minted_before())
     stats = returns(lambda: drain(q, lambda job: q.enqueue(b"again"), max_new=5, beat_ms=60_000))
     assert stats["drain_cut"] == 1 and stats["drain_new"] == 5 and stats["completed"] == 6
     assert "admitted after it began" in caplog.text
