@@ -62,6 +62,7 @@ def test_declared_schedules_are_created_once_and_fire_as_tasks(valkey, schedules
     ({"task": "tests.tasks.jobs.add", "cron": "not cron"}, "cron"),
     ({"task": "tests.tasks.jobs.add", "every_ms": 0}, "every_ms"),
     ({"task": "tests.tasks.jobs.add", "cron": "* * * * *", "tz": "Atlantis/Capital"}, "time zone"),
+    ({"task": "tests.tasks.jobs.add", "cron": "0 0 30 2 *"}, "never fires"),
     ({"task": "tests.tasks.jobs.nope", "every_ms": 1000}, "no task"),
     ({"task": "tests.tasks.jobs.add", "every_ms": 1000, "args": [{1, 2}]}, "JSON"),
     ({"queue": "default", "every_ms": 1000, "color": "red"}, "an entry is"),
