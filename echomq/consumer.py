@@ -93,6 +93,7 @@ MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is alre
 # voluntary context switch of its thread), and threads are added while at
 # least half the probed calls did.
 MAX_THREADS = 8
+DRAIN_MAX_NEW = 1_000  # jobs admitted after a drain began that it claims at most (Consumer.drain)
 PROBE_EVERY = 8
 PROBES = 16  # probed calls a decision rests on
 
@@ -299,6 +300,8 @@ class Consumer:
         self._hb_stop = threading.Event()
         self.stats = collections.Counter()
         self._draining = False
+        self._drain_since_ms = 0   # a drain's start (Unix ms): jobs minted after it are new
+        self._drain_new_left = 0   # new jobs the drain may still claim
         self._waits = (0, 0)  # the last claim's rate-limit waits (queue, lanes), ms
         self._stats_lock = threading.Lock()  # acks are settled by the fetcher and, while it parks, by workers
 
@@ -338,14 +341,28 @@ class Consumer:
             raise ConsumerCrashed(f"consumer {self.name} stopped: a thread crashed "
                                   f"({_safe_text(self._crashed)})") from self._crashed
 
-    def drain(self) -> collections.Counter:
+    def drain(self, *, max_new: int = DRAIN_MAX_NEW) -> collections.Counter:
         """Handle every job that is ready now, and those that become ready
-        while it runs (a retry without delay, a delayed job falling due),
+        while it runs -- a retry without delay, a delayed job falling due, a
+        job a handler enqueues, a flow's parent whose last child it ran --
         then return the stats: like rq's burst mode and Oban's
-        ``drain_queue``. It never parks; jobs scheduled for later stay
-        scheduled, and under a rate limit it waits for the windows. For a
-        project's tests (docs/echomq.md, "Drain: testing your handlers")."""
+        ``drain_queue`` with recursion. It returns once a claim made with
+        no job in hand finds nothing ready. It never parks; jobs scheduled
+        for later stay scheduled, and under a rate limit it waits for the
+        windows. For a project's tests (docs/echomq.md, "Drain: testing
+        your handlers").
+
+        So that it always ends, it claims at most ``max_new`` jobs admitted
+        after it began (their JOB ids minted since: a handler's follow-ups,
+        whatever other processes enqueue meanwhile); once it has, it claims
+        no more, logs a warning, counts ``stats["drain_cut"]``, finishes the
+        jobs in hand and returns. A job that enqueues another forever thus
+        runs about ``max_new`` times. The jobs waiting when it began, their
+        retries and flow parents (admitted with their flow) are not counted."""
+        check_int(max_new, "max_new", 1, MAX_COUNT)
         self._draining = True
+        self._drain_since_ms = int(time.time() * 1000)
+        self._drain_new_left = max_new
         try:
             self.run()
         finally:
@@ -369,6 +386,9 @@ class Consumer:
             self.last_pass = time.monotonic()
             self._wait_for_room()
             if self._stopping.is_set():
+                break
+            if self._draining and self._drain_new_left <= 0:
+                self._drain_cut()
                 break
             if self.adaptive:
                 self._shed()
@@ -415,13 +435,21 @@ class Consumer:
             if acks:
                 self._cycle(claim=False)
 
+    def _drain_cut(self) -> None:
+        """Draining, and the drain has claimed its ``max_new`` new jobs: it claims no more."""
+        log.warning("consumer %s: the drain claimed %d jobs admitted after it began; it stops claiming "
+                    "(a job that enqueues another for ever?)", self.name, self.stats["drain_new"])
+        self.stats["drain_cut"] += 1
+
     def _drain_settled(self, claimed: int) -> bool:
         """Draining, and a claim came back short: let the jobs in hand
         finish, send their acks and promote what fell due meanwhile. Done
         when that claim found nothing (a sharded queue's claim looks only
-        at shards not known to be empty, so every shard is asked instead),
-        nothing is in hand and nothing was promoted."""
+        at shards not known to be empty, so every shard is asked instead)
+        while no job was in hand (settling one may make another ready: a
+        flow's parent, a job its handler enqueued), and nothing was promoted."""
         with self._cond:
+            had = bool(self._in_hand)
             while len(self._in_hand) > len(self._acks) and not self._stopping.is_set():
                 self._cond.wait(self.beat_ms / 1000)
         self._cycle(claim=False)
@@ -433,7 +461,7 @@ class Consumer:
             claimed = len(busy)
         with self._cond:
             idle = not self._in_hand
-        return claimed == 0 and idle and not promoted
+        return claimed == 0 and not had and idle and not promoted
 
     def _streaming(self) -> bool:
         """Whether this wake-up follows the last one within two windows, i.e.
@@ -560,6 +588,10 @@ class Consumer:
                 self._finished.discard(out.job.id)
             for job in jobs:
                 self._in_hand[job.id] = job
+        if jobs and self._draining:
+            new = sum(1 for job in jobs if ids.minted_at_ms(job.id) >= self._drain_since_ms)
+            self._drain_new_left -= new
+            self.stats["drain_new"] += new
         if jobs:
             self.observer.claimed(self, jobs)
         for job in jobs:

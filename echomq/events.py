@@ -418,12 +418,15 @@ class _Blocked:
         self.sel.close()
 
 
-def merged(shards, after="$", *, block_ms: int | None = None, count: int = 100) -> Iterator[Event]:
+def merged(shards, after="$", *, block_ms: int | None = None, count: int = 100,
+           reader: str | None = None) -> Iterator[Event]:
     """Events of every shard, each shard's in its order, interleaved by time.
     Each event's ``cursor`` holds every shard's position after it. The
-    positions are taken now, as in :func:`tail`."""
+    positions are taken now, as in :func:`tail`. A named ``reader`` records
+    each shard's position in that shard's readers hash."""
     n = len(shards)
     start = check_cursor(after, n)
+    check_reader(reader)
     if start == "$":
         positions = [last_id(s) for s in shards]
     elif start == "0":
@@ -432,10 +435,11 @@ def merged(shards, after="$", *, block_ms: int | None = None, count: int = 100) 
         positions = list(start)
     for s, pos in zip(shards, positions):
         _check_kept(s, pos)
-    return _merged(shards, positions, block_ms, count)
+    return _merged(shards, positions, block_ms, count, [_Reporter(s, reader) for s in shards])
 
 
-def _merged(shards, positions: list[str], block_ms: int | None, count: int) -> Iterator[Event]:
+def _merged(shards, positions: list[str], block_ms: int | None, count: int,
+            reports: list[_Reporter]) -> Iterator[Event]:
     n = len(shards)
     client = shards[0].client
     slice_ms = _slice_ms(client)
@@ -451,6 +455,7 @@ def _merged(shards, positions: list[str], block_ms: int | None, count: int) -> I
         while True:
             for _, i, _, event in pending:
                 positions[i] = event.cursor
+                reports[i](event.cursor)
                 yield Event(event.id, event.index, event.type, event.job, event.lane, event.attempt, event.data,
                             event.queue, _cursor(positions))
             if blocked is None:
@@ -489,6 +494,8 @@ def _merged(shards, positions: list[str], block_ms: int | None, count: int) -> I
     finally:
         if blocked is not None:
             blocked.close()
+        for report, pos in zip(reports, positions):
+            report(pos, force=True)
 
 
 # -- waiting for a job to end -----------------------------------------------------

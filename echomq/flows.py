@@ -73,8 +73,8 @@ def flow_call(prefix: str, parent, children, on_child_failure: str, max_children
     """(parent id, child ids, ARGV) for ``enqueue_flow.lua``, every item checked."""
     if on_child_failure not in POLICIES:
         raise ArgumentError(f"on_child_failure must be 'fail' or 'ignore', got {on_child_failure!r}")
-    if isinstance(children, (str, bytes, bytearray, memoryview, Mapping)):
-        raise ArgumentError("children takes an iterable of payloads or mappings, not one item")
+    if isinstance(children, (str, bytes, bytearray, memoryview, Mapping)) or not hasattr(children, "__iter__"):
+        raise ArgumentError(f"children takes an iterable of payloads or mappings, not {type(children).__name__}")
     pid, ppayload, plane = _item(parent, "parent")
     kids = [_item(c, "child") for c in children]
     if not 1 <= len(kids) <= max_children:

@@ -50,7 +50,9 @@ def serve(port: int, addr: str = "127.0.0.1", registry=None):
 
 
 class QueueCollector:
-    """Queue state at scrape time; ``queues`` is a callable answering Queues."""
+    """Queue state at scrape time; ``queues`` is a callable answering Queues
+    (a ShardedQueue is reported as one queue: its shards' figures summed,
+    the oldest ready job of any shard)."""
 
     def __init__(self, queues):
         require()
@@ -101,8 +103,9 @@ class QueueCollector:
                 dead.add_metric([q.name], c["dead_total"])
                 lanes.add_metric([q.name], c["lanes"])
                 paused.add_metric([q.name], int(c["paused"]))
-                reaped.add_metric([q.name], int(q.client.hget(q.k_meta, "reaped") or 0))
-                oldest.add_metric([q.name], oldest_pending_age_s(q) if c["pending"] else 0.0)
+                parts = getattr(q, "shards", None) or [q]  # a ShardedQueue: its shards' figures together
+                reaped.add_metric([q.name], sum(int(p.client.hget(p.k_meta, "reaped") or 0) for p in parts))
+                oldest.add_metric([q.name], max(oldest_pending_age_s(p) for p in parts) if c["pending"] else 0.0)
                 ev = q.event_stats()
                 ev_len.add_metric([q.name], ev["length"])
                 ev_cap.add_metric([q.name], ev["maxlen"])
@@ -127,16 +130,32 @@ class QueueCollector:
 def oldest_pending_age_s(q) -> float:
     """Seconds since the oldest ready job was admitted (server clock).
 
-    Ready sets hold score 0, so members sort by id, and JOB ids sort by mint
-    time: the first member of the flat set and of each lane (up to
-    LANE_SAMPLE lanes) are the candidates; their rows' ``created`` decides."""
+    A ready set's score is its job's priority (-priority, lua/include/priority.lua)
+    and equal scores sort by id, which for JOB ids is mint order; so the
+    oldest job of a set is the first member of one of its priorities, not
+    necessarily its first member (a high priority job admitted last comes
+    first). The candidates are each priority's first member in the flat set
+    and in each lane (up to LANE_SAMPLE lanes), found a priority at a time
+    (one pipelined round trip per priority in use); their rows' ``created``
+    decides."""
     client = q.client
     lanes = list(client.sscan_iter(q.k_lanes, count=LANE_SAMPLE))[:LANE_SAMPLE]
+    keys = [q.k_pending] + [f"{q.prefix}g:{lane.decode()}:pending" for lane in lanes]
+    firsts = []
     pipe = client.pipeline(transaction=False)
-    pipe.zrange(q.k_pending, 0, 0)
-    for lane in lanes:
-        pipe.zrange(f"{q.prefix}g:{lane.decode()}:pending", 0, 0)
-    firsts = [m[0].decode() for m in pipe.execute() if m]
+    for key in keys:
+        pipe.zrange(key, 0, 0, withscores=True)
+    replies = pipe.execute()
+    while True:
+        more = [(key, got[0]) for key, got in zip(keys, replies) if got]
+        if not more:
+            break
+        firsts += [member.decode() for _, (member, _) in more]
+        keys = [key for key, _ in more]
+        pipe = client.pipeline(transaction=False)
+        for key, (_, score) in more:  # the first member of the next priority down
+            pipe.zrangebyscore(key, f"({score:.17g}", "+inf", start=0, num=1, withscores=True)
+        replies = pipe.execute()
     if not firsts:
         return 0.0
     pipe = client.pipeline(transaction=False)

@@ -498,8 +498,17 @@ class Queue:
 
     @_mapped
     def pending_ids(self, limit: int = 100) -> list[str]:
+        """The first ``limit`` jobs of the flat ready set in claim order:
+        highest priority first, then oldest (lane jobs are the lanes')."""
+        return [job_id for job_id, _ in self.pending_order(limit)]
+
+    @_mapped
+    def pending_order(self, limit: int = 100) -> list[tuple[str, tuple[int, str]]]:
+        """As :meth:`pending_ids`, each with its claim-order key
+        (-priority, id): what a sharded queue merges its shards' lists by."""
         check_int(limit, "limit", 1, MAX_BATCH)
-        return [m.decode() for m in self.client.zrange(self.k_pending, 0, limit - 1)]
+        return [(m.decode(), (int(s), m.decode()))
+                for m, s in self.client.zrange(self.k_pending, 0, limit - 1, withscores=True)]
 
     @_mapped
     def per_minute(self, minutes: int = 60) -> list[dict]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -71,6 +72,8 @@ class Every:
     def after(self, ms: int) -> int:
         return (ms // self.every_ms + 1) * self.every_ms
 
+    first_after = after
+
     def at_or_before(self, ms: int) -> int:
         return ms // self.every_ms * self.every_ms
 
@@ -102,6 +105,17 @@ class Cron:
     def after(self, ms: int) -> int:
         return self._step(ms, True)
 
+    def first_after(self, ms: int) -> int:
+        """The first tick after ``ms``, or ArgumentError when there is none
+        (croniter finds no matching time, or none before MAX_TICK)."""
+        try:
+            first = self.after(ms)
+        except (ValueError, OverflowError):  # croniter's CroniterBadDateError is a ValueError
+            first = None
+        if first is None or first > MAX_TICK:
+            raise ArgumentError(f"cron expression {self.expr[:80]!r} never fires: no time after now matches it")
+        return first
+
     def at_or_before(self, ms: int) -> int:
         return self._step(ms + 1, False)
 
@@ -128,7 +142,9 @@ def grid(cron: str | None = None, every_ms: int | None = None, tz: str = "UTC") 
     cron = keyspace._text(cron, "cron")
     if not 0 < len(cron) <= MAX_CRON or not cron.isascii() or not cron.isprintable() or not _croniter().is_valid(cron):
         raise ArgumentError(f"not a valid cron expression: {cron[:80]!r}")
-    return Cron(cron, zone)
+    g = Cron(cron, zone)
+    g.first_after(int(time.time() * 1000))  # one that parses but never fires ("0 0 30 2 *") is refused here
+    return g
 
 
 def plan(g: Every | Cron, expect: int, now: int, catch_up: int) -> tuple[list[int], int]:
@@ -165,7 +181,7 @@ def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | N
     lane = "" if lane is None else keyspace.check_lane(lane)
     check_int(catch_up, "catch_up", 0, MAX_CATCH_UP)
     check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
-    first = g.after(queue.server_time_ms())
+    first = g.first_after(queue.server_time_ms())
     kind = "every" if isinstance(g, Every) else "cron"
     args = (queue.prefix, name, kind, g.spec, tz, bytes(payload), lane, priority, catch_up, first)
     return _STATUS[queue._run("schedule_set", keys(queue, name), args)]
@@ -179,7 +195,7 @@ def op(queue, name: str, what: str) -> bool:
         row = listing(queue, [name])
         if not row:
             return False
-        next_ms = _grid_of(row[0]).after(queue.server_time_ms())
+        next_ms = _grid_of(row[0]).first_after(queue.server_time_ms())
     return queue._run("schedule_op", keys(queue, name), (queue.prefix, name, what, next_ms)) == 1
 
 

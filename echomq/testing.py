@@ -8,8 +8,8 @@
         assert stats["completed"] == 1
 
 ``drain`` is ``Consumer.drain()``: every job ready now, and those that become
-ready while it runs (a retry without delay, a delayed job falling due), then
-it returns the consumer's stats (completed, retried, dead, dropped, ...).
+ready while it runs (a retry without delay, a delayed job falling due, a job
+a handler enqueues, a flow's parent once its children ran), then it returns the consumer's stats (completed, retried, dead, dropped, ...).
 Jobs delayed into the future stay scheduled; give the consumer
 ``backoff=lambda attempt: 0`` to see a failing job's retries, and
 dead-letter, within one drain. Django projects run their tasks with
@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import collections
 
-from .consumer import Consumer
+from .consumer import DRAIN_MAX_NEW, Consumer
 
 
-def drain(queue, handler=None, **options) -> collections.Counter:
+def drain(queue, handler=None, *, max_new: int = DRAIN_MAX_NEW, **options) -> collections.Counter:
     """Run every job of ``queue`` that is ready now with ``handler`` (or
-    ``handler_many=``; ``options`` are the Consumer's), then return its stats."""
-    return Consumer(queue, handler, **options).drain()
+    ``handler_many=``; ``options`` are the Consumer's), and those that become
+    ready meanwhile (``max_new``: see ``Consumer.drain``), then return its stats."""
+    return Consumer(queue, handler, **options).drain(max_new=max_new)

@@ -11,7 +11,10 @@ ARGV[2] id
 
 Replies: 'completed' (its record is retained: keep.lua), 'dead' (ended
 already; nothing registered); 'waiting' (registered: the row's 'wait'
-count went up by one); 0 when there is no row and no record (removed,
+count went up by one; the first registration since the job's last end, the
+count going from 0 to 1, deletes P..'notify:<id>': what is left there was
+pushed at an earlier end, for a waiter that gave up, before a requeue or
+the id's enqueue again); 0 when there is no row and no record (removed,
 cancelled, completed past retention, or never enqueued).
 Errors: EMQARG / EMQKIND for a bad argument (nothing changed).
 ]]
@@ -26,5 +29,7 @@ if not state then
   return GONE
 end
 if state == 'dead' then return 'dead' end
-redis.call('HINCRBY', KEYS[1], 'wait', 1)
+if redis.call('HINCRBY', KEYS[1], 'wait', 1) == 1 then
+  redis.call('DEL', P .. 'notify:' .. id)  -- an earlier life's unread pushes
+end
 return 'waiting'

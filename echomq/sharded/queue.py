@@ -17,7 +17,7 @@ from typing import Iterable, Mapping
 from .. import ids, keyspace
 from .. import events as _events
 from ..checks import (MAX_BATCH, MAX_MS, MAX_PROGRESS, MAX_TEXT, check_claim, check_int, check_json, check_pairs,
-                      check_seconds, enqueue_items)
+                      check_seconds, check_token, enqueue_items)
 from ..cluster import node_of
 from ..errors import UNAVAILABLE, JobNotFound, translate, translated
 from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
@@ -323,7 +323,12 @@ class ShardedQueue:
         return self._merged("scheduled_jobs", limit, lambda r: r["run_at"])
 
     def pending_ids(self, limit: int = 100) -> list[str]:
-        return self._merged("pending_ids", limit, lambda job_id: job_id)
+        """The shards' flat ready jobs in claim order: highest priority first,
+        then oldest (a claim takes each shard's in that order)."""
+        return [job_id for job_id, _ in self.pending_order(limit)]
+
+    def pending_order(self, limit: int = 100) -> list[tuple[str, tuple[int, str]]]:
+        return self._merged("pending_order", limit, lambda row: row[1])
 
     def per_minute(self, minutes: int = 60) -> list[dict]:
         per = [s.per_minute(minutes) for s in self.shards]
@@ -473,11 +478,13 @@ class ShardedQueue:
     # Each shard keeps its own stream, waiters and flows; these answer for the
     # whole queue.
     def progress(self, job_id: str, attempts: int, value) -> bool:
-        """As :meth:`Queue.progress` (the value checked before the job is looked for)."""
+        """As :meth:`Queue.progress` (the token and value checked before the job is looked for)."""
+        check_token(attempts)
         check_json(value, "progress", MAX_PROGRESS)
         return self.locate(job_id).progress(job_id, attempts, value)
 
     def set_result(self, job_id: str, attempts: int, value) -> bool:
+        check_token(attempts)
         check_json(value, "result", MAX_TEXT)
         return self.locate(job_id).set_result(job_id, attempts, value)
 
@@ -486,14 +493,19 @@ class ShardedQueue:
         for shard in self.shards:
             shard.set_events(maxlen)
 
-    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100):
-        """Every shard's events, each shard's in its order, interleaved by
-        time (:func:`echomq.events.merged`). An event's ``cursor`` names a
-        position in every shard: pass it as ``after`` to resume."""
+    def events(self, after: str = "$", *, block_ms: int | None = None, count: int = 100,
+               reader: str | None = None):
+        """As :meth:`Queue.events`, over every shard: each shard's events in
+        its order, interleaved by time (:func:`echomq.events.merged`). An
+        event's ``cursor`` names a position in every shard: pass it as
+        ``after`` to resume. A named ``reader`` records its position in each
+        shard's stream, so its lag shows per shard (``event_stats``)."""
         _events.check_cursor(after, len(self.shards))
+        _events.check_reader(reader)
         if block_ms is not None:
             check_int(block_ms, "block_ms", 0, MAX_MS)
-        return _events.merged(self.shards, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH))
+        return _events.merged(self.shards, after, block_ms=block_ms, count=check_int(count, "count", 1, MAX_BATCH),
+                              reader=reader)
 
     def recent_events(self, limit: int = 100, **match) -> list:
         """As :meth:`Queue.recent_events`, over the shards, newest first."""

@@ -1,7 +1,9 @@
 """The Redis 7.0 twin of ``any_server`` for the protocol tests, on a database
 of its own per pytest process (1..14 by pid) rather than the shared db 15:
 the machine's Redis is shared by concurrent test sessions, whose FLUSHDB or
-consumers on db 15 would otherwise change keys between a test's snapshots."""
+consumers on db 15 would otherwise change keys between a test's snapshots.
+A session that sets ECHOMQ_REDIS7_URL uses the database that URL names (it
+was given one of its own)."""
 from __future__ import annotations
 
 import os
@@ -24,7 +26,8 @@ def any_server(request, valkey_server):
         kw = client.connection_pool.connection_kwargs
         client.close()
         client = redis.Redis(host=kw.get("host", "127.0.0.1"), port=kw.get("port", 6379),
-                             password=kw.get("password"), db=1 + os.getpid() % 14, socket_connect_timeout=1)
+                             password=kw.get("password"), socket_connect_timeout=1,
+                             db=kw.get("db", 0) if "ECHOMQ_REDIS7_URL" in os.environ else 1 + os.getpid() % 14)
         try:
             client.ping()
         except redis.exceptions.ConnectionError:

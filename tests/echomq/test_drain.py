@@ -1,6 +1,7 @@
 """Consumer.drain() / echomq.testing.drain (issue 21): every job ready now
 and those that become ready while it runs, then it returns, never parked."""
 import threading
+import time
 
 import pytest
 
@@ -58,3 +59,67 @@ def test_drain_of_an_empty_or_paused_queue_returns_at_once(q):
     assert returns(lambda: drain(q, lambda job: None, beat_ms=60_000))["completed"] == 0
     q.resume()
     assert returns(lambda: drain(q, lambda job: None, beat_ms=60_000))["completed"] == 1
+
+
+def minted_before(ms: int = 1000) -> str:
+    """A JOB id minted ``ms`` ago: a job admitted before the drain began
+    (one minted in the drain's first millisecond counts as new)."""
+    return ids.encode("JOB", (int(time.time() * 1000) - ms - ids.EPOCH_MS) << 22)
+
+
+def test_drain_runs_a_flow_parent_its_last_child_made_ready(q):
+    """The parent becomes ready when the drain settles the last child, after
+    a claim found nothing: the drain looks again and runs it. The second
+    child finishes only once a claim has come back empty, every time."""
+    flow = q.enqueue_flow(b"parent", [b"a", b"b"])
+    emptied = threading.Event()
+    parse = q.parse_claim
+
+    def parse_claim(reply):
+        jobs = parse(reply)
+        if not jobs:
+            emptied.set()
+        return jobs
+
+    q.parse_claim = parse_claim
+    ran = []
+
+    def handler(job):
+        if job.payload == b"b":
+            assert emptied.wait(20)
+        ran.append(job.payload)
+
+    stats = returns(lambda: drain(q, handler, concurrency=2, prefetch=0, beat_ms=60_000))
+    assert sorted(ran[:2]) == [b"a", b"b"] and ran[2:] == [b"parent"]
+    assert stats["completed"] == 3 and q.find(flow.parent)["state"] == "completed"
+
+
+def test_drain_runs_what_its_handlers_enqueue_and_ends_on_a_job_that_enqueues_for_ever(q, caplog):
+    """The rule: a drain claims at most max_new jobs admitted after it began.
+    A chain of follow-ups shorter than that runs to its end; an endless one
+    is cut (a warning, stats["drain_cut"]), with nothing lost: the last
+    follow-up waits, ready, for the next consumer."""
+    q.enqueue(b"3", job_id=minted_before())
+
+    def chain(job):
+        n = int(job.payload)
+        if n:
+            q.enqueue(str(n - 1).encode())
+
+    stats = returns(lambda: drain(q, chain, beat_ms=60_000))
+    assert (stats["completed"], stats["drain_new"], stats["drain_cut"]) == (4, 3, 0)
+
+    q.enqueue(b"again", job_id=minted_before())
+    stats = returns(lambda: drain(q, lambda job: q.enqueue(b"again"), max_new=5, beat_ms=60_000))
+    assert stats["drain_cut"] == 1 and stats["drain_new"] == 5 and stats["completed"] == 6
+    assert "admitted after it began" in caplog.text
+    c = q.counts()
+    assert (c["pending"], c["active"]) == (1, 0)
+
+
+def test_drain_refuses_a_bad_max_new(q):
+    from echomq import ArgumentError
+
+    for bad in (0, -1, 1.5, "5"):
+        with pytest.raises(ArgumentError):
+            drain(q, lambda job: None, max_new=bad)

@@ -11,7 +11,7 @@ import pytest
 
 from echomq import EventsLost, Queue, ShardedQueue, StaleToken, ids
 from echomq.errors import ArgumentError, Cancelled
-from echomq.events import TYPES
+from echomq.events import TYPES, last_id
 from echomq.scripts import LIMITS
 
 from .helpers import snapshot
@@ -321,9 +321,36 @@ def test_a_sharded_queue_merges_its_shards(valkey_server):
     client.flushall()
     sq = ShardedQueue("evs", client, shards=4)
     _check_merge(sq, _sharded_run(sq))
+    _named_merge(sq)
     _blocked_merge(sq)
     with pytest.raises(ArgumentError):
         sq.events("1-0")  # a plain id is not a cursor of 4 shards
+
+
+def _named_merge(sq):
+    """ShardedQueue.events takes Queue.events' reader name: it records the
+    reader's position on every shard (lag 0 once caught up); a bad name is
+    the same ArgumentError, refused before anything is read or written."""
+    for bad in ("a b", "", "x" * 65, 5):
+        with pytest.raises(ArgumentError):
+            sq.events("0", reader=bad)
+    assert not any(sq.client.exists(_readers_key(s)) for s in sq.shards)
+    everything = list(sq.events("0", reader="dash"))
+    stats = sq.event_stats()
+    for shard in sq.shards:
+        mine = [e for e in everything if e.queue == shard.name]
+        row = stats["readers"][f"{shard.name}/dash"]
+        assert row["position"] == (mine[-1].cursor.split(",")[sq.shards.index(shard)] if mine else "0")
+        assert row["lag_s"] == 0.0
+    for shard in sq.shards:  # a reader that starts at the end records the end
+        shard.enqueue(b"more")
+    assert list(sq.events("$", reader="tail")) == []
+    for shard in sq.shards:
+        assert sq.event_stats()["readers"][f"{shard.name}/tail"]["position"] == last_id(shard)
+
+
+def _readers_key(shard):
+    return shard.prefix + "events:readers"
 
 
 def _blocked_merge(sq):
@@ -358,4 +385,5 @@ def test_events_on_the_cluster(rc):
     sq = ShardedQueue("evcs", rc, shards=6)
     everything = _check_merge(sq, _sharded_run(sq))
     assert len({e.queue for e in everything}) > 1
+    _named_merge(sq)
     _blocked_merge(sq)

@@ -79,3 +79,21 @@ def test_a_priority_outside_the_range_is_refused_and_nothing_is_written(q, any_s
     with pytest.raises(ArgumentError):
         q.enqueue_many([b"ok", {"payload": b"x", "priority": bad}])
     assert q.keys() == []
+
+
+@pytest.mark.parametrize("lane", [False, True])
+def test_the_oldest_ready_age_finds_the_oldest_job_behind_higher_priorities(q, any_server, lane):
+    """echomq_queue_oldest_pending_age_seconds: a ready set's first member
+    is its highest priority's oldest, not the oldest job; the age is the
+    oldest job's whatever the priorities ahead of it (and is not read off
+    the priority-shifted score)."""
+    from echomq.metrics import oldest_pending_age_s
+
+    where = {"lane": ids.mint("PLR")} if lane else {}
+    old, _ = q.enqueue(b"old", priority=-3, **where)
+    for p in (9, 0, 9, 100, -2):
+        q.enqueue(b"new", priority=p, **where)
+    any_server.hset(q.job_key(old), "created", q.server_time_ms() - 120_000)  # admitted two minutes ago
+    assert 119 <= oldest_pending_age_s(q) < 130
+    any_server.hset(q.job_key(old), "created", q.server_time_ms() - 1_000)
+    assert oldest_pending_age_s(q) < 10

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from echomq import ArgumentError, InvalidName, Queue, Reaper, ids
+from echomq import ArgumentError, InvalidName, Queue, Reaper, ShardedQueue, ids
 from echomq.schedules import Cron, Every, grid, plan, tick_job_id
 from echomq.scripts import BUNDLE
 
@@ -67,7 +67,8 @@ def test_an_on_time_pass_fires_the_one_due_tick():
                                 {"cron": "* * * * *\n"}, {"every_ms": 0}, {"every_ms": -5}, {"every_ms": 1.5},
                                 {"every_ms": 10**12}, {"cron": "* * * * *", "tz": "Mars/Olympus"},
                                 {"cron": "* * * * *", "tz": "../etc/passwd"}, {"every_ms": 1000, "tz": "Europe/Paris"},
-                                {}, {"cron": "* * * * *", "every_ms": 1000}])
+                                {}, {"cron": "* * * * *", "every_ms": 1000},
+                                {"cron": "0 0 30 2 *"}, {"cron": "0 0 31 4,6,9,11 *", "tz": "Europe/Paris"}])
 def test_a_bad_definition_is_refused_and_stores_nothing(q, any_server, kw):
     with pytest.raises(ArgumentError):
         q.schedule("s", **kw)
@@ -212,6 +213,35 @@ def test_a_fire_refuses_ticks_it_cannot_fire_and_changes_nothing(q, any_server, 
     with pytest.raises(ArgumentError):
         fire_call(q, "tick", 1, *args, seq=2 if shape == "wrong_id" else 1)  # its seq is 1
     assert snapshot(any_server, q) == before
+
+
+def test_a_stored_cron_that_never_fires_is_left_alone_and_the_others_fire(q, any_server, caplog):
+    """A definition refused at schedule() ("0 0 30 2 *", February 30) that is
+    stored anyway (an older version, a hand edit): the reaper's pass logs it,
+    changes nothing of it, fires the others, and returns; resuming it is
+    the same ArgumentError that schedule() answers."""
+    q.schedule("ok", every_ms=1000)
+    q.schedule("never", cron="0 0 1 1 *")
+    any_server.hset(f"{q.prefix}sched:never", "spec", "0 0 30 2 *")
+    make_due(q, any_server, "never", 1)
+    make_due(q, any_server, "ok", 1)
+    before = any_server.hgetall(f"{q.prefix}sched:never")
+    assert Reaper([q]).run_once()["t"]["fired"] == 1
+    assert any_server.hgetall(f"{q.prefix}sched:never") == before
+    assert "never" in caplog.text and q.counts()["pending"] == 1
+    q.pause_schedule("never")
+    with pytest.raises(ArgumentError, match="never fires"):
+        q.resume_schedule("never")
+    assert [s["paused"] for s in q.schedules() if s["name"] == "never"] == [True]
+
+
+def test_a_sharded_queue_refuses_a_cron_that_never_fires_and_stores_nothing(r):
+    sq = ShardedQueue("t", r, shards=3)
+    sq.schedule("s", cron="0 0 1 1 *", lane=ids.mint("PLR"))  # an older definition, on its lane's shard
+    before = sorted(sq.keys())
+    with pytest.raises(ArgumentError, match="never fires"):
+        sq.schedule("s", cron="0 0 30 2 *")
+    assert sorted(sq.keys()) == before and [s["cron"] for s in sq.schedules()] == ["0 0 1 1 *"]
 
 
 def test_the_reaper_pass_fires_due_schedules(q, any_server):

@@ -182,3 +182,30 @@ def test_wait_on_the_cluster(valkey_cluster):
     q.retry(jid, job.attempts, max_attempts=1, error="boom")
     waiter.join(30)
     assert waiter.out == {"state": "dead"} and q.wait(jid, 1) == "dead"
+
+
+@pytest.mark.parametrize("again", ["requeue", "reenqueue"])
+def test_a_waiter_is_never_answered_by_an_earlier_life_of_the_job(q, any_server, again):
+    """A waiter that timed out leaves its push unread when the job ends. If
+    the job lives again (requeued from dead, or its id enqueued again once
+    its completed row is gone), the next waiter must wait for the new end,
+    not take that leftover: its registration clears it."""
+    jid, _ = q.enqueue(b"x")
+    with pytest.raises(TimeoutError):
+        q.wait(jid, 0.05)  # registered, then gave up
+    job = q.claim(lease_ms=60_000)
+    if again == "requeue":
+        assert q.retry(jid, job.attempts, max_attempts=1, error="boom") == "dead"
+        assert any_server.llen(f"{q.prefix}notify:{jid}") == 1  # the unread push
+        q.requeue_dead(jid)
+    else:
+        q.complete(jid, job.attempts)
+        assert any_server.llen(f"{q.prefix}notify:{jid}") == 1
+        q.enqueue(b"x", job_id=jid)  # the row is gone: the id is free again
+    waiter = waiting(q, jid)
+    assert waiter.is_alive(), waiter.out  # not answered by the earlier end
+    assert any_server.llen(f"{q.prefix}notify:{jid}") == 0
+    job = q.claim(lease_ms=60_000)
+    q.complete(jid, job.attempts)
+    waiter.join(30)
+    assert waiter.out == {"state": "completed"}

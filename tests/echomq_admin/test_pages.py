@@ -7,6 +7,7 @@ import re
 import pytest
 
 from echomq import Queue, ids
+from echomq.contrib.django import get_queue
 
 from .conftest import make_dead
 
@@ -71,6 +72,34 @@ def test_pending_and_deepest_lanes(staff_client, queue):
     assert lanes[1]["paused"] is True
     assert resp.context["pending"] == [flat]
     assert f"/admin/queues/cm/jobs/{flat}/" in resp.content.decode()
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_next_up_lists_ready_jobs_in_claim_order_priority_first(staff_client, emq, settings, shards):
+    """The flat ready set as the claims take it: highest priority first,
+    then admission order, on a plain queue and across a sharded queue's
+    shards (not by id, whatever the priorities)."""
+    settings.ECHOMQ = {**settings.ECHOMQ, "QUEUES": {"cm": {"shards": shards}}}
+    q = get_queue("cm")
+    admitted = [(q.enqueue(b"x", priority=p)[0], p) for p in (0, -5, 7, 0, 7, -5, 3, 0, 7)]
+    order = [jid for jid, p in sorted(admitted, key=lambda a: -a[1])]  # stable: admission order within a priority
+    resp = staff_client.get("/admin/queues/cm/")
+    assert resp.context["pending"] == order
+    assert q.pending_ids(4) == order[:4]
+    if shards == 1:  # what a claim takes
+        assert [j.id for j in q.claim_batch(len(order), lease_ms=60_000)] == order
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_the_lane_page_lists_its_jobs_in_claim_order_on_a_sharded_queue_too(staff_client, emq, settings, shards):
+    settings.ECHOMQ = {**settings.ECHOMQ, "QUEUES": {"cm": {"shards": shards}}}
+    q = get_queue("cm")
+    lane = ids.mint("PLR")
+    low, _ = q.enqueue(b"l", lane=lane)
+    high, _ = q.enqueue(b"h", lane=lane, priority=9)
+    resp = staff_client.get(f"/admin/queues/cm/lanes/{lane}/")
+    assert resp.status_code == 200
+    assert resp.context["jobs"] == [high, low] and resp.context["lane"]["depth"] == 2
 
 
 def test_overview_lists_configured_and_discovered_queues(staff_client, emq):

@@ -45,6 +45,17 @@ def test_an_operator_pauses_and_resumes_a_schedule_with_a_log_entry(staff_client
     assert log[0][2].startswith("Paused schedule 'beat'") and log[1][2].startswith("Resumed schedule 'beat'")
 
 
+def test_resuming_a_stored_schedule_that_never_fires_is_a_400_and_changes_nothing(staff_client, queue, emq):
+    queue.schedule("feb30", cron="0 0 1 1 *")
+    queue.pause_schedule("feb30")
+    emq.hset(f"{queue.prefix}sched:feb30", "spec", "0 0 30 2 *")  # stored by an older version, say
+    before = emq.hgetall(f"{queue.prefix}sched:feb30")
+    resp = staff_client.post("/admin/queues/cm/schedules/feb30/resume/")
+    assert resp.status_code == 400 and b"never fires" in resp.content
+    assert emq.hgetall(f"{queue.prefix}sched:feb30") == before and queue.schedules()[0]["paused"]
+    assert not LogEntry.objects.exists()
+
+
 @pytest.mark.parametrize("who, method, path, status", [
     ("viewer", "post", "/admin/queues/cm/schedules/beat/pause/", 403),
     ("staff", "get", "/admin/queues/cm/schedules/beat/pause/", 405),

@@ -101,6 +101,32 @@ def test_queue_figures_are_honest(client, valkey, token):
     assert value(found, "echomq_queue_paused", queue=Q) == 1
 
 
+def test_a_sharded_queue_reports_its_shards_together(client, valkey, token, settings):
+    """A queue configured with shards is one queue on /metrics, as on the
+    dashboard: its shards' jobs summed under its name (its shards are not
+    listed, and its logical name holds no keys of its own)."""
+    settings.ECHOMQ = {**settings.ECHOMQ, "QUEUES": {"sq": {"shards": 3}}}
+    from echomq.contrib.django import get_queue
+
+    sq = get_queue("sq")
+    lanes = [ids.mint("PLR") for _ in range(6)]
+    for lane in lanes:
+        sq.enqueue(b"x", lane=lane)
+    assert len(sq.claim_batch(2, lease_ms=60_000)) == 2
+    old, _ = sq.enqueue(b"old")
+    sq.enqueue(b"later", delay_ms=60_000)
+    valkey.hset(sq.job_key(old), "created", sq.server_time_ms() - 120_000)
+    found = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode())
+    counts = sq.counts()
+    assert counts["pending"] == 5 and counts["active"] == 2
+    assert {s: value(found, "echomq_queue_jobs", queue="sq", state=s) for s in ("pending", "active", "scheduled")} \
+        == {"pending": counts["pending"], "active": 2, "scheduled": 1}
+    assert value(found, "echomq_queue_lanes", queue="sq") == counts["lanes"]
+    assert 119 <= value(found, "echomq_queue_oldest_pending_age_seconds", queue="sq") < 130
+    shards = {s.name for s in sq.shards}
+    assert not any(dict(labels).get("queue") in shards for _, labels in found)
+
+
 def test_event_stream_figures_and_a_readers_lag(client, valkey, token):
     q = Queue(Q, valkey)
     q.set_events(500)

@@ -78,3 +78,17 @@ def exits(marker: str) -> None:
 def interrupted(marker: str) -> None:
     get_client().incr(f"test:runs:{marker}")
     raise KeyboardInterrupt
+
+
+@task
+def countdown(n: int) -> int:
+    """Enqueues its follow-up (n - 1) until 0."""
+    if n:
+        countdown.enqueue(n - 1)
+    return n
+
+
+@task
+def forever() -> None:
+    """Enqueues itself again, for ever."""
+    forever.enqueue()

@@ -4,6 +4,7 @@ created at startup and fired as tasks, ``manage.py schedules``, and
 from __future__ import annotations
 
 import io
+import threading
 from datetime import timedelta
 
 import pytest
@@ -61,6 +62,7 @@ def test_declared_schedules_are_created_once_and_fire_as_tasks(valkey, schedules
     ({"task": "tests.tasks.jobs.add", "cron": "not cron"}, "cron"),
     ({"task": "tests.tasks.jobs.add", "every_ms": 0}, "every_ms"),
     ({"task": "tests.tasks.jobs.add", "cron": "* * * * *", "tz": "Atlantis/Capital"}, "time zone"),
+    ({"task": "tests.tasks.jobs.add", "cron": "0 0 30 2 *"}, "never fires"),
     ({"task": "tests.tasks.jobs.nope", "every_ms": 1000}, "no task"),
     ({"task": "tests.tasks.jobs.add", "every_ms": 1000, "args": [{1, 2}]}, "JSON"),
     ({"queue": "default", "every_ms": 1000, "color": "red"}, "an entry is"),
@@ -113,6 +115,25 @@ def test_run_tasks_burst_runs_every_ready_task_and_exits(valkey, settings, caplo
     assert backend.get_result(results[-1].id).return_value == 2  # the retry without backoff ran in the burst
     assert backend.get_result(later.id).status == TaskResultStatus.READY  # not due: left scheduled
     assert get_queue("default").counts()["pending"] == 0 and get_queue("default").counts()["scheduled"] == 1
+
+
+def test_run_tasks_burst_runs_follow_ups_and_ends_on_a_task_that_enqueues_itself_for_ever(valkey, caplog):
+    """Tasks a task enqueues run in the same burst; one that enqueues itself
+    for ever is cut after the drain's max_new (Consumer.drain) and the
+    command still returns, its last follow-up left ready."""
+    first = jobs.countdown.enqueue(3)
+    caplog.set_level("INFO", logger="echomq.contrib.django.management.commands.run_tasks")
+    call_command("run_tasks", "--burst", "--queue", "default")
+    assert "run_tasks stopped: completed=4" in caplog.messages
+    assert task_backends["default"].get_result(first.id).return_value == 3
+    jobs.forever.enqueue()
+    done = threading.Event()
+    threading.Thread(target=lambda: (call_command("run_tasks", "--burst", "--queue", "default"), done.set()),
+                     daemon=True).start()
+    assert done.wait(120), "the burst did not end"
+    assert any("admitted after it began" in m for m in caplog.messages)
+    counts = get_queue("default").counts()
+    assert (counts["pending"], counts["active"]) == (1, 0)
 
 
 def test_a_lane_task_on_a_schedule_runs_on_its_lane(valkey, schedules):

@@ -297,8 +297,11 @@ LANE_PAGE = 50
 
 
 def lane_page(queue: Queue, lane: str, page: int = 1, per_page: int = LANE_PAGE) -> dict | None:
-    """The jobs waiting on one lane, oldest first, ``per_page`` at a time;
-    None when the queue has never heard of the lane."""
+    """The jobs waiting on one lane, in claim order (highest priority first, then oldest), ``per_page`` at a time;
+    None when the queue has never heard of the lane. A sharded queue's lane
+    is read on its shard."""
+    if isinstance(queue, ShardedQueue):
+        queue = queue.shard_for(lane=lane)
     info = queue.lanes.info(lane)
     known = queue.client.sismember(queue.k_lanes, lane)
     if not known and not info["depth"]:

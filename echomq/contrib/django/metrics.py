@@ -23,10 +23,9 @@ from django.utils.module_loading import import_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from echomq import Queue
 from echomq.metrics import QueueCollector, require
 
-from . import dashboard, get_client
+from . import dashboard, get_client, get_queue
 from .models import VIEW
 
 
@@ -41,7 +40,8 @@ def registry():
     pc = require()
     reg = pc.CollectorRegistry(auto_describe=False)
     client = get_client()
-    reg.register(QueueCollector(lambda: [Queue(n, client) for n in dashboard.all_queues(client)]))
+    # get_queue: a queue configured with shards is a ShardedQueue, reported as one (as the dashboard shows it)
+    reg.register(QueueCollector(lambda: [get_queue(n) for n in dashboard.all_queues(client)]))
     for path in dashboard.settings_conf().get("METRICS_COLLECTORS", []):
         reg.register(import_string(path)())
     return reg

@@ -386,6 +386,9 @@ def _schedule_action(request, queue, name, *, pause: bool):
     except InvalidName:
         raise PageError(400, "Ill-formed schedule name",
                         f"{name[:80]!r} is not a schedule name: 1 to 64 of A-Z a-z 0-9 . _ -.", q.name) from None
+    except ArgumentError as exc:  # a stored definition with no tick left: resuming it would never fire
+        raise PageError(400, "Cannot resume the schedule", f"{exc}; it stays paused. Replace or remove it.",
+                        q.name) from None
     if not done:
         raise PageError(404, "No such schedule", f"Queue {q.name!r} has no schedule {name!r}; nothing changed.",
                         q.name)
