@@ -58,15 +58,27 @@ local claimed = '{"lease_deadline":' .. deadline .. (consumer ~= '' and (',"cons
 local rate = rate_claim_begin(KEYS[4], P, now, n)
 local budget = rate.budget
 
+local now_s, deadline_s = string.format('%d', now), string.format('%d', deadline)  -- formatted once, not per job
 local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
-  local token = redis.call('HINCRBY', jk, 'attempts', 1)
-  redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'consumer', consumer)
+  local row = redis.call('HMGET', jk, 'attempts', 'payload')
+  local a, token = row[1], 1
+  if a and #a <= 14 and string.find(a, '^%d+$') then
+    token = tonumber(a) + 1
+  elseif a then  -- not a short decimal (these scripts never write one): let the server count
+    token = redis.call('HINCRBY', jk, 'attempts', 1)
+    redis.call('HSET', jk, 'state', 'active', 'claimed', now_s, 'consumer', consumer)
+    a = false
+  end
+  if a ~= false then  -- the new token in the same HSET as the rest
+    redis.call('HSET', jk, 'attempts', string.format('%d', token), 'state', 'active', 'claimed', now_s,
+      'consumer', consumer)
+  end
   events_add(events, id, lane, token)
-  leases[#leases + 1] = deadline
+  leases[#leases + 1] = deadline_s
   leases[#leases + 1] = id
   out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', jk, 'payload')
+  out[#out + 1] = row[2]
   out[#out + 1] = token
   out[#out + 1] = lane
 end
@@ -75,25 +87,95 @@ local flat = budget > 0 and redis.call('ZPOPMIN', KEYS[1], budget) or {}
 for i = 1, #flat, 2 do lease_job(flat[i], '') end
 
 local taken = #flat / 2
--- Every lane on the ring is servable (see lanes.lua), so each step claims one
--- job; the bound only guards against a ring that lost its invariant.
-local guard = redis.call('LLEN', KEYS[3])
-while taken < budget and guard > 0 do
-  local lane = redis.call('LMOVE', KEYS[3], KEYS[3], 'LEFT', 'RIGHT')
-  if not lane then break end
-  local popped = redis.call('ZPOPMIN', lane_pending_key(P, lane))
-  if #popped == 0 then
-    redis.call('RPOP', KEYS[3])  -- the lane we just rotated to the tail
-    guard = guard - 1
-  else
-    lease_job(popped[1], lane)
-    redis.call('HINCRBY', lane_meta_key(P, lane), 'active', 1)
-    rate_lane_claimed(P, rate, lane, now)
-    if not lane_servable(P, lane) then
-      redis.call('RPOP', KEYS[3])  -- drained or at its limit: off the ring
+-- Lanes, in turn. The turns are worked out here first, on what each lane
+-- holds (its ready count and meta, read once per lane), exactly as one
+-- LMOVE and one ZPOPMIN per job would take them; then each lane gives its
+-- jobs in one ZPOPMIN, and the ring is rewritten once. A lane that is
+-- drained, paused, cooling or at its limit after a job leaves the ring, as
+-- a lane with no ready job does when its turn comes (every lane on the ring
+-- is servable, see lanes.lua, so that only guards a ring that lost its
+-- invariant).
+local ring_len = taken < budget and redis.call('LLEN', KEYS[3]) or 0
+if ring_len > 0 then
+  local state, order, steps = {}, {}, {}
+  local front, head, read = {}, 1, 0  -- ring entries read so far; the next to visit is front[head]
+  local back, wrapped = {}, false     -- lanes that stay on, in their new order; back came round
+  while taken < budget do
+    local lane
+    if head <= #front then
+      lane = front[head]
+      head = head + 1
+    elseif read < ring_len then
+      front = redis.call('LRANGE', KEYS[3], read, read + math.min(ring_len - read, budget - taken) - 1)
+      head, read = 1, read + #front
+      if #front == 0 then break end
+    elseif #back > 0 then
+      front, head, back, wrapped = back, 1, {}, true
+    else
+      break
     end
-    taken = taken + 1
-    guard = redis.call('LLEN', KEYS[3])
+    if lane then
+      -- s: {ready left, jobs taken, active, limit or false, paused or cooling, then the lane's rate
+      -- window (as rate_lane_claimed): jobs, start, used, per_ms, and whether this claim fills it;
+      -- then the ZPOPMIN reply and the next of its ids to lease}
+      local s = state[lane]
+      if not s then
+        local left = redis.call('ZCARD', lane_pending_key(P, lane))
+        if left > 0 then
+          local m = redis.call('HMGET', lane_meta_key(P, lane), 'paused', 'limit', 'active', 'cooling')
+          s = {left, 0, tonumber(m[3] or '0'), m[2] and tonumber(m[2]) or false, m[1] == '1' or m[4] == '1',
+            false, 0, 0, 0, false, false, 1}
+          if rate.lanes then
+            local jobs, start, used, per = rate_window(lane_meta_key(P, lane), now)
+            if jobs then s[6], s[7], s[8], s[9] = jobs, start, used, per end
+          end
+        else
+          s = {0, 0}
+        end
+        state[lane] = s
+        order[#order + 1] = lane
+      end
+      if s[1] > 0 then
+        s[1], s[2], s[3], taken = s[1] - 1, s[2] + 1, s[3] + 1, taken + 1
+        steps[#steps + 1] = lane
+        if s[6] then
+          s[8] = s[8] + 1
+          if s[8] >= s[6] then s[5], s[10] = true, true end  -- the window is full: the lane cools
+        end
+        if s[1] > 0 and not s[5] and not (s[4] and s[3] >= s[4]) then back[#back + 1] = lane end
+      end
+    end
+  end
+  -- The ring: the lanes visited leave its head; those that stay go to its tail.
+  local rest = {}
+  for i = head, #front do rest[#rest + 1] = front[i] end
+  if wrapped then
+    redis.call('DEL', KEYS[3])
+    for _, lane in ipairs(back) do rest[#rest + 1] = lane end
+    in_chunks('RPUSH', KEYS[3], rest, 1000)
+  else
+    if read - #rest > 0 then redis.call('LPOP', KEYS[3], read - #rest) end
+    in_chunks('RPUSH', KEYS[3], back, 1000)
+  end
+  for _, lane in ipairs(order) do
+    local s = state[lane]
+    if s[2] > 0 then
+      local mk = lane_meta_key(P, lane)
+      s[11], s[12] = redis.call('ZPOPMIN', lane_pending_key(P, lane), s[2]), 1
+      redis.call('HINCRBY', mk, 'active', s[2])
+      if s[6] then
+        redis.call('HSET', mk, 'rate_start', s[7], 'rate_count', s[8])
+        if s[10] then
+          redis.call('HSET', mk, 'cooling', '1')
+          redis.call('ZADD', P .. 'cooling', s[7] + s[9], lane)
+        end
+      end
+    end
+  end
+  for _, lane in ipairs(steps) do
+    local s = state[lane]
+    lease_job(s[11][s[12]], lane)
+    s[12] = s[12] + 2
   end
 end
 -- One ZADD for the whole batch: every lease ends at the same deadline. A

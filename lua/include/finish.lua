@@ -13,7 +13,25 @@
 --- @include "events"
 --- @include "ended"
 
+-- The completed-job record (keep.lua): id (the field), state and duration
+-- (finished - claimed) are implied. Built from the row's own decimal strings
+-- when they are plain (they always are: these scripts write them), else by
+-- cjson from their numbers.
+local function plain_int(v)
+  return #v <= 14 and (v == '0' or string.find(v, '^[1-9]%d*$') ~= nil)
+end
+
+local function record_json(attempts, lane, enqueued, claimed, finished, consumer)
+  if plain_int(attempts) and plain_int(enqueued) and plain_int(claimed) and string.find(lane .. consumer, '^%w*$') then
+    return '{"attempts":' .. attempts .. ',"lane":"' .. lane .. '","enqueued":' .. enqueued .. ',"claimed":'
+      .. claimed .. ',"finished":' .. finished .. ',"consumer":"' .. consumer .. '"}'
+  end
+  return cjson.encode({attempts = tonumber(attempts), lane = lane, enqueued = tonumber(enqueued),
+    claimed = tonumber(claimed), finished = tonumber(finished), consumer = consumer})
+end
+
 local function finish(P, ids, tokens, now)
+  local now_s = string.format('%d', now)
   local codes, gone_ids, rows, records, seen = {}, {}, {}, {}, {}
   local events = events_batch(P)
   for i, id in ipairs(ids) do
@@ -39,12 +57,8 @@ local function finish(P, ids, tokens, now)
         emit_batch(P, 'completed', events, '')
         ended(P, id, jk, 'completed', {row[9], row[10], row[11]})
       end
-      local claimed = tonumber(row[6] or now)
       records[#records + 1] = id
-      -- id (the field), state and duration (finished - claimed) are implied.
-      records[#records + 1] = cjson.encode({
-        attempts = tonumber(row[2]), lane = row[3] or '', enqueued = tonumber(row[5] or 0),
-        claimed = claimed, finished = now, consumer = row[7] or ''})
+      records[#records + 1] = record_json(row[2], row[3] or '', row[5] or '0', row[6] or now_s, now_s, row[7] or '')
     end
   end
   emit_batch(P, 'completed', events, '')

@@ -37,9 +37,9 @@ local function keep_completed(P, records, now)
   local keep, age_ms = keep_bounds(P)
   local done, rows = P .. 'done', P .. 'done:rows'
   if keep > 0 and #records > 0 then
-    local scored = {}
+    local scored, score = {}, string.format('%d', now)  -- formatted once, not per record
     for i = 1, #records, 2 do
-      scored[#scored + 1] = now
+      scored[#scored + 1] = score
       scored[#scored + 1] = records[i]
     end
     in_chunks('ZADD', done, scored, 1000)

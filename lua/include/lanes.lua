@@ -42,9 +42,30 @@ local function lane_settle(P, lane, was_servable)
   return now_servable
 end
 
--- One job of the lane left the active state (completed, retried, reaped, ...).
+-- One job of the lane left the active state (completed, retried, reaped, ...):
+-- lane_servable, the decrement and lane_settle, in two or three calls. A
+-- release changes only the active count, so the meta is read once and the
+-- before and after answers worked out from it; the ready count is read only
+-- when one of them can turn on it (the lane may come back on the ring, or
+-- be forgotten).
 local function lane_release_active(P, lane)
-  local was = lane_servable(P, lane)
-  redis.call('HINCRBY', lane_meta_key(P, lane), 'active', -1)
-  lane_settle(P, lane, was)
+  local mk = lane_meta_key(P, lane)
+  local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'cooling', 'rate_jobs')
+  local active = redis.call('HINCRBY', mk, 'active', -1)
+  local open = m[1] ~= '1' and m[4] ~= '1'
+  local was_ok = open and not (m[2] and tonumber(m[3] or '0') >= tonumber(m[2]))
+  local now_ok = open and not (m[2] and active >= tonumber(m[2]))
+  local forgettable = not m[1] and not m[2] and active <= 0 and not m[5]
+  if was_ok == now_ok and not forgettable then return end
+  if redis.call('ZCARD', lane_pending_key(P, lane)) > 0 then
+    if now_ok and not was_ok then
+      redis.call('RPUSH', P .. 'ring', lane)
+    elseif was_ok and not now_ok then
+      redis.call('LREM', P .. 'ring', 1, lane)
+    end
+  elseif forgettable then
+    -- Forget a lane that holds nothing: no ready jobs, none active, no settings (as lane_settle).
+    redis.call('DEL', mk)
+    redis.call('SREM', P .. 'lanes', lane)
+  end
 end
