@@ -14,15 +14,13 @@
 --- @include "ended"
 
 -- The completed-job record (keep.lua): id (the field), state and duration
--- (finished - claimed) are implied. Built from the row's own decimal strings
--- when they are plain (they always are: these scripts write them), else by
--- cjson from their numbers.
-local function plain_int(v)
-  return #v <= 14 and (v == '0' or string.find(v, '^[1-9]%d*$') ~= nil)
-end
-
+-- (finished - claimed) are implied. Built by concatenation from the row's
+-- own strings (attempts equals the checked token; created and claimed are
+-- server ms and lane and consumer branded ids, as these scripts write them),
+-- or by cjson from their numbers should a row hold anything else.
 local function record_json(attempts, lane, enqueued, claimed, finished, consumer)
-  if plain_int(attempts) and plain_int(enqueued) and plain_int(claimed) and string.find(lane .. consumer, '^%w*$') then
+  if #enqueued <= 15 and #claimed <= 15 and string.find(enqueued .. ',' .. claimed .. ',' .. lane .. consumer,
+      '^%d+,%d+,%w*$') then
     return '{"attempts":' .. attempts .. ',"lane":"' .. lane .. '","enqueued":' .. enqueued .. ',"claimed":'
       .. claimed .. ',"finished":' .. finished .. ',"consumer":"' .. consumer .. '"}'
   end

@@ -43,19 +43,23 @@ local function lane_settle(P, lane, was_servable)
 end
 
 -- One job of the lane left the active state (completed, retried, reaped, ...):
--- lane_servable, the decrement and lane_settle, in two or three calls. A
--- release changes only the active count, so the meta is read once and the
--- before and after answers worked out from it; the ready count is read only
--- when one of them can turn on it (the lane may come back on the ring, or
--- be forgotten).
+-- lane_servable, the decrement and lane_settle, in fewer calls. A release
+-- changes only the active count, so servable before and after are worked out
+-- from one read of the meta (none when the counter is its only field: no
+-- setting); the ready count is read only when an answer can turn on it (the
+-- lane may come back on the ring, or be forgotten).
 local function lane_release_active(P, lane)
   local mk = lane_meta_key(P, lane)
-  local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'cooling', 'rate_jobs')
   local active = redis.call('HINCRBY', mk, 'active', -1)
-  local open = m[1] ~= '1' and m[4] ~= '1'
-  local was_ok = open and not (m[2] and tonumber(m[3] or '0') >= tonumber(m[2]))
-  local now_ok = open and not (m[2] and active >= tonumber(m[2]))
-  local forgettable = not m[1] and not m[2] and active <= 0 and not m[5]
+  local paused, limit, cooling, rated = false, false, false, false
+  if redis.call('HLEN', mk) > 1 then
+    local m = redis.call('HMGET', mk, 'paused', 'limit', 'cooling', 'rate_jobs')
+    paused, limit, cooling, rated = m[1], m[2] and tonumber(m[2]), m[3], m[4]
+  end
+  local open = paused ~= '1' and cooling ~= '1'
+  local was_ok = open and not (limit and active + 1 >= limit)
+  local now_ok = open and not (limit and active >= limit)
+  local forgettable = not paused and not limit and active <= 0 and not rated
   if was_ok == now_ok and not forgettable then return end
   if redis.call('ZCARD', lane_pending_key(P, lane)) > 0 then
     if now_ok and not was_ok then
