@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.work              # 10,000 jobs on 64 lanes, 3 rounds, ~5 minutes
     .venv/bin/python -m bench.work --quick      # 2,000 jobs, 1 round
     .venv/bin/python -m bench.work --base none  # without the rows of main's code
+    .venv/bin/python -m bench.work instructions # server instructions per job, this tree and main (callgrind)
 
 The workload: each job's handler does one ``INCR`` on the same Valkey through
 one redis-py client that all its threads share (``bench.body``). One worker
@@ -26,6 +27,14 @@ Rows, all in each round, rounds interleaved:
 * **no-op**: the default Consumer and ``concurrency=8`` with no body (the
   README's drain figure, here on the pinned layout), so a gain on real work
   is not paid for with the no-op drain.
+
+``instructions`` counts what the lane scripts cost the server, free of the
+machine's load: valgrind's callgrind on valkey-server, counting only while
+a drain of ``--n`` jobs pre-filled on 64 lanes runs (after a warm-up drain
+of as many), its claims of ``--claims`` jobs each with the previous claim's
+acks in one ``complete_batch`` in the same round trip, as the Consumer's
+cycles send them; "acks" counts the ``complete_batch`` calls alone (the jobs
+claimed beforehand). From this tree and from ``--base``, one after the other.
 
 jobs/s is timed inside the worker at its handler, ``(n-1) / (t_nth -
 t_first)``, as every drain of ``python -m bench``; "of ceiling" is each
@@ -80,6 +89,124 @@ def ceiling(a) -> int:
     for t in threads:
         t.join()
     emit("RESULT", tally.result(threads=a.threads))
+    return 0
+
+
+# -- server instructions per job (callgrind) ---------------------------------------
+def count(a) -> int:
+    """(child, with the code to measure first on PYTHONPATH) one valkey-server
+    under callgrind; prints the instructions per job of a drain and of its acks."""
+    import json
+
+    import redis
+
+    from echomq import Queue, embedded, ids
+
+    def fill(q, n):
+        names = [ids.mint("PLR") for _ in range(a.lanes)]
+        for i in range(0, n, 1000):
+            q.enqueue_many([{"payload": b"x", "lane": names[j % a.lanes]} for j in range(i, min(n, i + 1000))])
+
+    def claim(q, consumer):
+        b = q.batch()
+        q.add_claim(b, a.claim, lease_ms=600_000, consumer=consumer)
+        return q.parse_claim(b.run()[-1])
+
+    def drain(q, consumer):  # each round trip: the previous claim's acks, then the next claim
+        held, done = [], 0
+        while True:
+            b = q.batch()
+            if held:
+                q.add_complete_batch(b, [(j.id, j.attempts) for j in held])
+            q.add_claim(b, a.claim, lease_ms=600_000, consumer=consumer)
+            replies = b.run()
+            done += len(held)
+            held = q.parse_claim(replies[-1])
+            if not held:
+                return done
+
+    out = {}
+    for what in ("drain", "acks"):
+        d = Path(tempfile.mkdtemp(prefix="emq-bench-work-cg-"))
+        port = embedded.free_port()
+        cg = d / "callgrind.out"
+        proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={cg}",
+                                 str(embedded.binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir",
+                                 str(d), "--save", "", "--appendonly", "no"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        toggle = lambda on: subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(proc.pid)],
+                                           capture_output=True, check=True)
+        try:
+            embedded.wait_ready(f"redis://127.0.0.1:{port}/0", timeout=120)
+            client = redis.Redis(host="127.0.0.1", port=port)
+            q, consumer = Queue("bench", client), ids.mint("CSR")
+            fill(q, a.n)
+            assert drain(q, consumer) == a.n  # warm-up: scripts loaded, the stream at its cap
+            fill(q, a.n)
+            if what == "drain":
+                toggle(True)
+                done = drain(q, consumer)
+            else:
+                held = []
+                while jobs := claim(q, consumer):
+                    held.append(jobs)
+                toggle(True)
+                done = 0
+                for jobs in held:
+                    b = q.batch()
+                    q.add_complete_batch(b, [(j.id, j.attempts) for j in jobs])
+                    assert b.run()[0] == [1] * len(jobs)
+                    done += len(jobs)
+            toggle(False)
+            assert done == a.n, (done, a.n)
+            client.shutdown(nosave=True)
+        except redis.exceptions.ConnectionError:
+            pass
+        finally:
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        total = sum(next(int(line.split()[1]) for line in f.read_text().splitlines() if line.startswith("totals:"))
+                    for f in d.glob("callgrind.out*"))
+        shutil.rmtree(d, ignore_errors=True)
+        out[what] = total / a.n
+    print(json.dumps(out))
+    return 0
+
+
+def instructions(a, codes) -> int:
+    """The instructions table: each code's drain and acks at each claim size."""
+    import json
+
+    from bench.runs import PY
+
+    if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        print("needs valgrind (callgrind_control) on PATH", file=sys.stderr)
+        return 2
+    claims = [int(c) for c in a.claims.split(",")]
+    rows = []
+    for who, path, label in codes:
+        for c in claims:
+            log(f"instructions: {who}, claims of {c} (callgrind, n={a.n})")
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(REPO)]))
+            res = subprocess.run([PY, "-m", "bench.work", "count", "--n", str(a.n), "--claim", str(c),
+                                  "--lanes", str(a.lanes)], cwd=path, env=env, capture_output=True, text=True)
+            if res.returncode != 0:
+                print(res.stderr[-2000:], file=sys.stderr)
+                return 1
+            rows.append((who, label, c, json.loads(res.stdout.strip().splitlines()[-1])))
+    print(f"\nServer instructions per job (callgrind), n={a.n} jobs on {a.lanes} lanes after a warm-up drain: "
+          "drain = claims of N with the previous claim's acks (complete_batch) in the same round trip; "
+          "acks = the complete_batch calls alone")
+    print(f"  {'code':34s} {'claim N':>7s} {'drain':>10s} {'acks':>10s}")
+    base = {c: r for who, _, c, r in rows if who != "this tree"}
+    for who, label, c, r in rows:
+        vs = ""
+        if who == "this tree" and c in base:
+            vs = f"  ({r['drain'] / base[c]['drain'] - 1:+.1%} drain, {r['acks'] / base[c]['acks'] - 1:+.1%} acks)"
+        name = f"this tree {label.split(' (')[0]}" if who == "this tree" else label
+        print(f"  {name:34s} {c:7d} {r['drain']:10,.0f} {r['acks']:10,.0f}{vs}")
     return 0
 
 
@@ -169,6 +296,15 @@ def main(argv=None) -> int:
     c.add_argument("--n", type=int, required=True)
     c.add_argument("--threads", type=int, default=8)
     c.add_argument("--body", default="incr")
+    k = sub.add_parser("count", help="(internal) one callgrind count, with the code to measure on PYTHONPATH")
+    k.add_argument("--n", type=int, default=2000)
+    k.add_argument("--claim", type=int, default=64)
+    k.add_argument("--lanes", type=int, default=64)
+    i = sub.add_parser("instructions", help="server instructions per job, this tree and --base (needs valgrind)")
+    i.add_argument("--n", type=int, default=2000)
+    i.add_argument("--claims", default="64,128", help="claim sizes, comma list")
+    i.add_argument("--lanes", type=int, default=64)
+    i.add_argument("--base", default="main")
     ap.add_argument("--quick", action="store_true", help="2,000 jobs, 1 round")
     ap.add_argument("--n", type=int, help="jobs per row (default 10000; quick 2000)")
     ap.add_argument("--lanes", type=int, default=64)
@@ -182,9 +318,20 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "ceiling":
         return ceiling(a)
+    if a.cmd == "count":
+        return count(a)
 
     from bench.__main__ import fmt_rate, fmt_us, snapshot, table
 
+    if a.cmd == "instructions":
+        logdir = Path(tempfile.mkdtemp(prefix="emq-bench-work-"))
+        try:
+            codes = [("this tree", logdir / "tree", snapshot(logdir / "tree"))]
+            if a.base != "none":
+                codes.append((a.base, logdir / "base", base_code(a.base, logdir / "base")))
+            return instructions(a, codes)
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
     n = a.n or (2_000 if a.quick else 10_000)
     rounds = a.rounds or (1 if a.quick else 3)
     N = a.threads
