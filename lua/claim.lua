@@ -63,15 +63,15 @@ local function lease_job(id, lane)
   local jk = P .. 'job:' .. id
   local row = redis.call('HMGET', jk, 'attempts', 'payload')
   local a, token = row[1], 1
-  if a and #a <= 14 and string.find(a, '^%d+$') then
-    token = tonumber(a) + 1
+  if a and #a <= 14 and string.find(a, '^%d+$') and (#a == 1 or string.byte(a) ~= 48) then
+    token = tonumber(a) + 1  -- as HINCRBY would count (a canonical decimal of 14 digits at most)
   elseif a then  -- not a short decimal (these scripts never write one): let the server count
     token = redis.call('HINCRBY', jk, 'attempts', 1)
     redis.call('HSET', jk, 'state', 'active', 'claimed', now_s, 'consumer', consumer)
     a = false
   end
   if a ~= false then  -- the new token in the same HSET as the rest
-    redis.call('HSET', jk, 'attempts', string.format('%d', token), 'state', 'active', 'claimed', now_s,
+    redis.call('HSET', jk, 'attempts', token, 'state', 'active', 'claimed', now_s,
       'consumer', consumer)
   end
   events_add(events, id, lane, token)
