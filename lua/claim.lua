@@ -117,16 +117,18 @@ if ring_len > 0 then
     if lane then
       -- s: {ready left, jobs taken, active, limit or false, paused or cooling, then the lane's rate
       -- window (as rate_lane_claimed): jobs, start, used, per_ms, and whether this claim fills it;
-      -- then the ZPOPMIN reply and the next of its ids to lease}
+      -- then the ZPOPMIN reply and the next of its ids to lease; its ready set's key and its meta's}
       local s = state[lane]
       if not s then
-        local left = redis.call('ZCARD', lane_pending_key(P, lane))
+        local pk = lane_pending_key(P, lane)
+        local left = redis.call('ZCARD', pk)
         if left > 0 then
-          local m = redis.call('HMGET', lane_meta_key(P, lane), 'paused', 'limit', 'active', 'cooling')
+          local mk = lane_meta_key(P, lane)
+          local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'cooling')
           s = {left, 0, tonumber(m[3] or '0'), m[2] and tonumber(m[2]) or false, m[1] == '1' or m[4] == '1',
-            false, 0, 0, 0, false, false, 1}
+            false, 0, 0, 0, false, false, 1, pk, mk}
           if rate.lanes then
-            local jobs, start, used, per = rate_window(lane_meta_key(P, lane), now)
+            local jobs, start, used, per = rate_window(mk, now)
             if jobs then s[6], s[7], s[8], s[9] = jobs, start, used, per end
           end
         else
@@ -160,8 +162,8 @@ if ring_len > 0 then
   for _, lane in ipairs(order) do
     local s = state[lane]
     if s[2] > 0 then
-      local mk = lane_meta_key(P, lane)
-      s[11], s[12] = redis.call('ZPOPMIN', lane_pending_key(P, lane), s[2]), 1
+      local mk = s[14]
+      s[11], s[12] = redis.call('ZPOPMIN', s[13], s[2]), 1
       redis.call('HINCRBY', mk, 'active', s[2])
       if s[6] then
         redis.call('HSET', mk, 'rate_start', s[7], 'rate_count', s[8])
