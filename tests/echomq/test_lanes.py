@@ -91,3 +91,88 @@ def test_flat_jobs_are_served_before_lanes(q):
     q.enqueue(b"lane", lane=lane)
     flat, _ = q.enqueue(b"flat")
     assert [j.id for j in q.claim_batch(2, lease_ms=60_000)][0] == flat
+
+
+class _RingModel:
+    """The documented claim, one job at a time: each pick rotates the ring one
+    step (LMOVE) and pops the head of that lane; a lane that is then drained,
+    paused or at its limit leaves the ring; a release or an enqueue that makes
+    a lane servable puts it at the ring's tail."""
+
+    def __init__(self, limits, paused):
+        self.ready, self.active, self.ring = {}, {}, []
+        self.limits, self.paused = limits, paused
+
+    def servable(self, lane):
+        limit = self.limits.get(lane)
+        return (bool(self.ready.get(lane)) and lane not in self.paused
+                and (limit is None or self.active.get(lane, 0) < limit))
+
+    def change(self, lane, step):
+        was = self.servable(lane)
+        step()
+        if self.servable(lane) and not was:
+            self.ring.append(lane)
+
+    def enqueue(self, lane, job_id):
+        self.change(lane, lambda: self.ready.setdefault(lane, []).append(job_id))
+
+    def complete(self, lane):
+        self.change(lane, lambda: self.active.__setitem__(lane, self.active[lane] - 1))
+
+    def claim(self, n):
+        taken = []
+        while len(taken) < n and self.ring:
+            lane = self.ring.pop(0)
+            self.ring.append(lane)
+            if not self.ready[lane]:
+                self.ring.pop()
+                continue
+            taken.append(self.ready[lane].pop(0))
+            self.active[lane] = self.active.get(lane, 0) + 1
+            if not self.servable(lane):
+                self.ring.pop()
+        return taken
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_claims_take_lanes_in_turn_exactly_as_one_job_at_a_time(q, seed):
+    """claim works the turns out per lane and pops each lane once (lua/claim.lua):
+    over random claim sizes (larger and smaller than the ring), completions
+    that reopen limited lanes and new jobs, every claim answers the jobs, in
+    the order, and leaves the ring, that one rotation and pop per job gives."""
+    import random
+
+    rnd = random.Random(seed)
+    lanes = [ids.mint("PLR") for _ in range(7)]
+    limits = {lanes[0]: 1, lanes[1]: 2, lanes[2]: 3}
+    paused = {lanes[3]}
+    for lane, limit in limits.items():
+        q.lanes.limit(lane, limit)
+    q.lanes.pause(lanes[3])
+    model = _RingModel(limits, paused)
+    lane_of, held = {}, []
+
+    def enqueue(k):
+        picks = [rnd.choice(lanes) for _ in range(k)]
+        for (jid, _), lane in zip(q.enqueue_many([{"payload": b"x", "lane": lane} for lane in picks]), picks):
+            lane_of[jid] = lane
+            model.enqueue(lane, jid)
+
+    enqueue(60)
+    for _ in range(40):
+        step = rnd.random()
+        if step < 0.5:
+            n = rnd.choice([1, 2, 3, 5, 8, 13, 40])
+            jobs = q.claim_batch(n, lease_ms=60_000)
+            assert [j.id for j in jobs] == model.claim(n)
+            held += jobs
+        elif step < 0.85 and held:
+            done = rnd.sample(held, rnd.randint(1, len(held)))
+            assert q.complete_many([(j.id, j.attempts) for j in done]) == [True] * len(done)
+            for j in done:
+                held.remove(j)
+                model.complete(lane_of[j.id])
+        else:
+            enqueue(rnd.randint(1, 10))
+        assert q.lanes.ring() == model.ring
