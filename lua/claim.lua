@@ -1,10 +1,12 @@
 --[[ claim: lease up to n ready jobs.
 
 Flat pending jobs are served first (ZPOPMIN: oldest mint). Then lanes: each
-pick rotates the ring one step (LMOVE ring ring LEFT RIGHT) and pops the head
-of that lane, so lanes are served in turn and a deep lane cannot starve a
-shallow one. Each claimed row gets HINCRBY attempts 1 (the fencing token),
-state active, and a lease in the active set at server TIME + lease_ms.
+pick rotates the ring one step (as LMOVE ring ring LEFT RIGHT) and pops the
+head of that lane, so lanes are served in turn and a deep lane cannot starve
+a shallow one (the picks are worked out per lane first and done with one
+ZPOPMIN per lane and one rewrite of the ring's head and tail, see below).
+Each claimed row gets attempts + 1 (the fencing token), state active, and a
+lease in the active set at server TIME + lease_ms.
 
 KEYS[1] flat pending     emq:{q}:pending
 KEYS[2] active           emq:{q}:active
