@@ -209,7 +209,7 @@ class RoundSchedule(models.Model):
 
     def next_runs(self, n: int = 3, after: datetime | None = None) -> list[datetime]:
         """Its next ``n`` ticks after ``after`` (default now), in its time
-        zone; ValueError when it has none (a cron line that never comes)."""
+        zone; ValueError when it has none (a cron line that never fires)."""
         g, zone = self.grid(), ZoneInfo(self.tz)
         ms = int((after or timezone.now()).timestamp() * 1000)
         out = []
@@ -226,7 +226,7 @@ class RoundSchedule(models.Model):
 
     def clean(self):
         """Every problem at once, each on its field: a definition EchoMQ
-        refuses (its ArgumentError), a cron line that never comes or ticks
+        refuses (its ArgumentError), a cron line that never fires or ticks
         by the second, a keyboard the set cannot fill."""
         super().clean()
         errors: dict[str, list[str]] = {}
@@ -250,7 +250,7 @@ class RoundSchedule(models.Model):
                 field = "tz" if "time zone" in str(exc) else "cron" if cron else NON_FIELD_ERRORS
                 errors.setdefault(field, []).append(f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
             except (ValueError, OverflowError):
-                errors.setdefault("cron", []).append("This cron line never comes (e.g. 30 February).")
+                errors.setdefault("cron", []).append("This cron line never fires (e.g. 30 February).")
         if self.minutes is not None and not 1 <= self.minutes <= MAX_ROUND_MINUTES:
             errors.setdefault("minutes", []).append(f"From 1 to {MAX_ROUND_MINUTES} minutes (30 days).")
         if self.prize_pool is not None and self.prize_pool > MAX_POOL:

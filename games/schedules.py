@@ -217,7 +217,7 @@ def sync_all() -> dict[str, int]:
 
 
 # What EchoMQ refuses of a definition saved around the form's checks (a
-# cron line that never comes, an interval over a year).
+# cron line that never fires, an interval over a year).
 REFUSED = (ArgumentError, ValueError, OverflowError, ImproperlyConfigured)
 _told: set[tuple] = set()
 

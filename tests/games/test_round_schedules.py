@@ -261,7 +261,7 @@ def test_the_real_path_a_reaper_pass_fires_the_tick_and_run_tasks_opens_the_roun
 # -- the definition ----------------------------------------------------------------------
 @pytest.mark.parametrize("fields, field, words", [
     ({"cron": "61 * * * *"}, "cron", "not a valid cron expression"),
-    ({"cron": "0 0 30 2 *"}, "cron", "never comes"),
+    ({"cron": "0 0 30 2 *"}, "cron", "never fires"),
     ({"cron": "* * * * * *"}, "cron", "no seconds field"),
     ({"cron": "*/5 * * * *", "tz": "Mars/Olympus"}, "tz", "unknown time zone"),
     ({"cron": "*/5 * * * *", "tz": "/etc/passwd"}, "tz", "unknown time zone"),
