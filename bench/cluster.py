@@ -86,21 +86,40 @@ LAT_QUEUE = "benchlat"
 
 def lat_worker(a) -> int:
     """One idle consumer: the handler records now - payload (ms); prints
-    READY, then a RESULT line with the latencies once n jobs are done."""
+    READY, then a RESULT line with the latencies once n jobs are done, and
+    a STAGES line: per job, when the parked call answered and when the
+    claim's reply came back (the wake-up's stages, for where the time goes)."""
     from redis.cluster import RedisCluster
 
     from echomq import Consumer, ShardedQueue
+    from echomq.sharded import ShardParking
 
     q = ShardedQueue(LAT_QUEUE, RedisCluster.from_url(a.url), shards=a.shards)
     got: list[float] = []
+    stages: list[tuple[float, float]] = []  # (answered, claimed) - payload, ms
+    marks = {"answered": 0.0, "claimed": 0.0}
     warm = [True]
     done = threading.Event()
+    select, parse_claim = ShardParking._select, q.parse_claim
+
+    def timed_select(self, timeout_s):
+        out = select(self, timeout_s)
+        marks["answered"] = time.time() * 1000  # the parked call's answer read
+        return out
+
+    def timed_parse_claim(reply):
+        marks["claimed"] = time.time() * 1000  # the claim's reply in hand
+        return parse_claim(reply)
+
+    ShardParking._select, q.parse_claim = timed_select, timed_parse_claim
 
     def handler(job):
         if warm:
             warm.clear()
             return  # the warm-up job
-        got.append(time.time() * 1000 - float(job.payload))
+        now, sent = time.time() * 1000, float(job.payload)
+        got.append(now - sent)
+        stages.append((marks["answered"] - sent, marks["claimed"] - sent))
         if len(got) >= a.n:
             done.set()
 
@@ -109,26 +128,61 @@ def lat_worker(a) -> int:
     print("READY", flush=True)
     c.run()
     print("RESULT " + json.dumps(got), flush=True)
+    print("STAGES " + json.dumps(stages), flush=True)
+    return 0
+
+
+FLOOR_KEY = "benchlat-floor"
+
+
+def lat_floor(a) -> int:
+    """The floor: the least a wake-up can cost here. One thread parked in a
+    bare ``BLPOP`` on one of the cluster's primaries records now - payload
+    (ms) as soon as the call answers: no claim, no thread hand-off, no
+    echomq. Prints READY, then RESULT once n are in."""
+    from redis.cluster import RedisCluster
+
+    r = RedisCluster.from_url(a.url).get_node_from_key(FLOOR_KEY).redis_connection  # the node's own client
+    r.delete(FLOOR_KEY)
+    got: list[float] = []
+    print("READY", flush=True)
+    seen = 0
+    while seen <= a.n:  # the first is the warm-up
+        answer = r.blpop([FLOOR_KEY], timeout=1)
+        if answer is None:
+            continue
+        if seen:
+            got.append(time.time() * 1000 - float(answer[1]))
+        seen += 1
+    print("RESULT " + json.dumps(got), flush=True)
     return 0
 
 
 def latency_row(url: str, shards: int, code: Path | None, n: int, rate: float, busy: int, logdir: Path,
-                tag: str) -> dict:
+                tag: str, floor: bool = False) -> dict:
     from redis.cluster import RedisCluster
 
     from echomq import ShardedQueue, ids
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(([str(code)] if code else []) + [str(REPO)]))
-    argv = [sys.executable, "-m", "bench.cluster", "lat-worker", "--url", url, "--shards", str(shards), "--n", str(n)]
+    argv = [sys.executable, "-m", "bench.cluster", "lat-floor" if floor else "lat-worker", "--url", url,
+            "--shards", str(shards), "--n", str(n)]
+    # The spinners: plain processes at the default niceness, placed by the
+    # kernel like everything else here, as another session's tests are.
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     with open(logdir / f"lat-{tag}.log", "w") as err:
         proc = subprocess.Popen(argv, cwd=code or REPO, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
     try:
         if proc.stdout.readline().strip() != "READY":
             return {"status": "worker did not start"}
-        q = ShardedQueue(LAT_QUEUE, RedisCluster.from_url(url), shards=shards)
+        rc = RedisCluster.from_url(url)
+        if floor:
+            send = lambda: rc.lpush(FLOOR_KEY, f"{time.time() * 1000:.3f}")
+        else:
+            q = ShardedQueue(LAT_QUEUE, rc, shards=shards)
+            send = lambda: q.enqueue(f"{time.time() * 1000:.3f}".encode(), lane=ids.mint("PLR"))
         time.sleep(1.0)  # let it park on every shard
-        q.enqueue(f"{time.time() * 1000:.3f}".encode(), lane=ids.mint("PLR"))  # warm-up, not counted
+        send()  # warm-up, not counted
         time.sleep(0.5)
         t0 = time.perf_counter()
         for i in range(n):
@@ -136,13 +190,23 @@ def latency_row(url: str, shards: int, code: Path | None, n: int, rate: float, b
             left = due - time.perf_counter()
             if left > 0:
                 time.sleep(left)
-            q.enqueue(f"{time.time() * 1000:.3f}".encode(), lane=ids.mint("PLR"))
+            send()
         line = proc.stdout.readline()
         if not line.startswith("RESULT "):
             return {"status": "no result"}
-        lat = sorted(json.loads(line[7:]))
-        pick = lambda p: lat[min(len(lat) - 1, int(round(p / 100 * len(lat))) - 1)]
-        return {"status": "ok", "p50": pick(50), "p90": pick(90), "p99": pick(99), "max": lat[-1], "n": len(lat)}
+        total = json.loads(line[7:])
+        lat = sorted(total)
+        pick = lambda xs, p: xs[min(len(xs) - 1, int(round(p / 100 * len(xs))) - 1)]
+        row = {"status": "ok", "p50": pick(lat, 50), "p90": pick(lat, 90), "p99": pick(lat, 99), "max": lat[-1],
+               "n": len(lat)}
+        line = proc.stdout.readline()
+        if line.startswith("STAGES "):  # per job: enqueue -> answered -> claimed -> handler
+            marks = json.loads(line[7:])
+            for name, part in (("wake", [m[0] for m in marks]), ("claim", [m[1] - m[0] for m in marks]),
+                               ("hand-off", [t - m[1] for t, m in zip(total, marks)])):
+                part.sort()
+                row[f"{name} p50"], row[f"{name} p99"] = pick(part, 50), pick(part, 99)
+        return row
     finally:
         proc.terminate()
         try:
@@ -152,6 +216,9 @@ def latency_row(url: str, shards: int, code: Path | None, n: int, rate: float, b
         for sp in spinners:
             sp.kill()
             sp.wait()
+
+
+FLOOR = "floor: bare BLPOP"
 
 
 def latency(a) -> int:
@@ -168,6 +235,8 @@ def latency(a) -> int:
     rounds = a.rounds or (1 if a.quick else 2)
     log(f"starting a 3-primary cluster (no replicas, no AOF); logs {logdir}")
     cluster = embedded.LocalCluster(logdir / "cluster", primaries=3, replicas=0, appendonly=False).start()
+    if a.floor:
+        codes.append((FLOOR, None))
     rows = [(who, code, busy) for busy in sorted({0, a.busy}) for who, code in codes]
     got: dict[tuple, list[dict]] = {(who, busy): [] for who, _, busy in rows}
     load0 = os.getloadavg()[0]
@@ -176,7 +245,8 @@ def latency(a) -> int:
             for who, code, busy in rows:
                 log(f"round {r + 1}/{rounds}: {who}, {'busy' if busy else 'quiet'}: {n} jobs at {a.rate:.0f}/s")
                 got[(who, busy)].append(latency_row(cluster.url, a.shards, code, n, a.rate, busy, logdir,
-                                                    f"{r}-{who.replace(' ', '_')}-{busy}"))
+                                                    f"{r}-{who.replace(' ', '_').replace(':', '')}-{busy}",
+                                                    floor=who == FLOOR))
     finally:
         cluster.stop(remove=True)
     print(f"\nEchoMQ wake latency, enqueue -> handler start (ms): ShardedQueue x{a.shards} on 3 primaries, one "
@@ -199,6 +269,18 @@ def latency(a) -> int:
     for line in [header, ["-" * w for w in widths]] + table:
         print("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
     print("p50/p90/p99: the median over the rounds of each round's percentile; max: the worst job of any round.")
+    staged = [(who, busy) for who, _, busy in rows if all("wake p50" in x for x in got[(who, busy)]) and got[(who, busy)]]
+    if staged:
+        print("\nWhere it goes (ms, p50 / p99 of each stage, medians over the rounds): wake = enqueue -> the parked "
+              "call's answer read; claim = -> the claim's reply; hand-off = -> the handler's thread starts it.")
+        for who, busy in staged:
+            med = lambda k: statistics.median(x[k] for x in got[(who, busy)])
+            print(f"  {who:<10} {'busy' if busy else 'quiet':<5}  " + "   ".join(
+                f"{k} {med(k + ' p50'):.1f} / {med(k + ' p99'):.1f}" for k in ("wake", "claim", "hand-off")))
+    if a.floor:
+        print(f"{FLOOR}: one thread parked in a bare BLPOP on one primary, the producer LPUSHes the stamp: "
+              "the wake-up with no claim and no hand-off (2 scheduler wake-ups: the node, the thread; echomq's "
+              "path has 5: the node, the consumer, the node for the claim, the consumer, the handler's thread).")
     shutil.rmtree(logdir, ignore_errors=True)
     return 0
 
@@ -504,6 +586,10 @@ def main(argv=None) -> int:
     lw.add_argument("--url", required=True)
     lw.add_argument("--shards", type=int, default=16)
     lw.add_argument("--n", type=int, required=True)
+    lf = sub.add_parser("lat-floor", help="(internal) the latency run's bare BLPOP thread")
+    lf.add_argument("--url", required=True)
+    lf.add_argument("--shards", type=int, default=16)
+    lf.add_argument("--n", type=int, required=True)
     lt = sub.add_parser("latency", help="wake latency on a 16-shard queue, this tree vs --base, quiet and busy")
     lt.add_argument("--quick", action="store_true", help="100 jobs per row, 1 round")
     lt.add_argument("--n", type=int, help="jobs per row (default 400)")
@@ -512,6 +598,8 @@ def main(argv=None) -> int:
     lt.add_argument("--busy", type=int, default=2, help="CPU spinners beside the busy rows")
     lt.add_argument("--rounds", type=int, help="default 2; quick 1")
     lt.add_argument("--base", default="main", help="also run main's code ('none': not)")
+    lt.add_argument("--no-floor", dest="floor", action="store_false",
+                    help="leave out the floor rows (a bare BLPOP wake-up under the same load)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int)
     ap.add_argument("--shards", type=int, default=6)
@@ -527,6 +615,8 @@ def main(argv=None) -> int:
         return instructions(a)
     if a.cmd == "lat-worker":
         return lat_worker(a)
+    if a.cmd == "lat-floor":
+        return lat_floor(a)
     if a.cmd == "latency":
         return latency(a)
 
