@@ -93,7 +93,7 @@ def test_a_row_with_a_cron_line_that_never_comes_still_lists(root, emoji_set):
 
 BAD = {
     "cron not cron": ({"cron": "61 * * * *", "every_minutes": ""}, "Not a valid cron expression"),
-    "cron never": ({"cron": "0 0 30 2 *", "every_minutes": ""}, "never comes"),
+    "cron never": ({"cron": "0 0 30 2 *", "every_minutes": ""}, "never fires"),
     "cron seconds": ({"cron": "*/5 * * * * *", "every_minutes": ""}, "no seconds field"),
     "cron too long": ({"cron": "1," * 100 + "2 * * * *", "every_minutes": ""}, "at most 128 characters"),
     "cron control": ({"cron": "0 *\t* * *\x7f", "every_minutes": ""}, "Not a valid cron expression"),
