@@ -156,6 +156,8 @@ def _text(value) -> str:
     """``value`` as ``format_html`` puts it in: escaped, unless it is an
     int (the balances and the count), whose digits need no escaping."""
     return str(value) if value.__class__ is int else conditional_escape(value)
+
+
 _NAV_ADDRESSES = ("lobby", "rules", "me", "wallet", "notifications", "logout")
 _NAV_VALUES = ("wallet_words", "balances", "unread", "badge", "csrf_input", "username")
 
@@ -165,7 +167,8 @@ def _player_nav(addresses: tuple[str, ...]) -> str:
     """``_NAV_PLAYER`` with these addresses (``_NAV_ADDRESSES``' order)
     escaped and filled in, and its per-player fields left as ``{name}``
     for ``str.format`` (braces in an address doubled, so they stay text)."""
-    fixed = {name: str(escape(a)).replace("{", "{{").replace("}", "}}") for name, a in zip(_NAV_ADDRESSES, addresses)}
+    fixed = {name: str(escape(a)).replace("{", "{{").replace("}", "}}")
+             for name, a in zip(_NAV_ADDRESSES, addresses)}
     return _NAV_PLAYER.format(**fixed, **{name: "{" + name + "}" for name in _NAV_VALUES})
 
 
