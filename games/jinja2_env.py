@@ -35,7 +35,8 @@ from django.template.defaultfilters import date as _date
 from django.template.defaultfilters import pluralize
 from django.templatetags.static import static as _static
 from django.utils.formats import localize
-from django.utils.html import escape, format_html
+from django.utils.html import conditional_escape, escape, format_html
+from django.utils.safestring import mark_safe
 from django.utils.timezone import template_localtime
 from jinja2 import ChainableUndefined, Environment, pass_context
 
@@ -128,8 +129,12 @@ def header_status(context) -> dict | None:
 
 
 # The header's navigation. It is on every player page and was a third of the
-# round page's template work (a dozen calls and interpolations in Jinja2);
-# built here with format_html (each value escaped) it costs a few of them.
+# round page's template work (a dozen calls and interpolations in Jinja2).
+# Its six addresses are the same on every page a process serves (for one
+# script prefix and URLconf), so the markup around a player's own values is
+# escaped and put together once per set of addresses (``_player_nav``); a
+# page fills in only the balances, the unread count, the CSRF field and the
+# name, each escaped as ``format_html`` escapes it.
 _NAV_PLAYER = (
     '\n      <a href="{lobby}">Lobby</a>'
     '\n      <a href="{rules}">Rules</a>'
@@ -147,6 +152,26 @@ _BALANCES = ' <span class="bal" aria-hidden="true">🔑{} 📎{} 💎{}</span>'
 _BADGE = ' <span class="badge" data-unread>{}</span>'
 
 
+def _text(value) -> str:
+    """``value`` as ``format_html`` puts it in: escaped, unless it is an
+    int (the balances and the count), whose digits need no escaping."""
+    return str(value) if value.__class__ is int else conditional_escape(value)
+
+
+_NAV_ADDRESSES = ("lobby", "rules", "me", "wallet", "notifications", "logout")
+_NAV_VALUES = ("wallet_words", "balances", "unread", "badge", "csrf_input", "username")
+
+
+@functools.lru_cache(maxsize=64)
+def _player_nav(addresses: tuple[str, ...]) -> str:
+    """``_NAV_PLAYER`` with these addresses (``_NAV_ADDRESSES``' order)
+    escaped and filled in, and its per-player fields left as ``{name}``
+    for ``str.format`` (braces in an address doubled, so they stay text)."""
+    fixed = {name: str(escape(a)).replace("{", "{{").replace("}", "}}")
+             for name, a in zip(_NAV_ADDRESSES, addresses)}
+    return _NAV_PLAYER.format(**fixed, **{name: "{" + name + "}" for name in _NAV_VALUES})
+
+
 @pass_context
 def header_nav(context):
     """The links of the page header (``<nav>``'s contents): a player's with
@@ -159,13 +184,11 @@ def header_nav(context):
     w, unread = hs["wallet"], hs["unread"]
     words = (f": {common.amount(w.keys, 'keys')}, {common.amount(w.clips, 'clips')}, "
              f"{common.amount(w.diamonds, 'diamonds')}") if w else ""
-    return format_html(
-        _NAV_PLAYER, lobby=page_url("lobby"), rules=page_url("rules"), me=page_url("me"),
-        wallet=page_url("wallet"), wallet_words=words,
-        balances=format_html(_BALANCES, w.keys, w.clips, w.diamonds) if w else "",
-        notifications=page_url("notifications"), unread=unread,
-        badge=format_html(_BADGE, unread) if unread else "", logout=page_url("logout"),
-        csrf_input=context.get("csrf_input") or "", username=context["request"].user.get_username())
+    return mark_safe(_player_nav(tuple(page_url(name) for name in _NAV_ADDRESSES)).format(
+        wallet_words=escape(words), balances=_BALANCES.format(_text(w.keys), _text(w.clips), _text(w.diamonds))
+        if w else "", unread=_text(unread), badge=_BADGE.format(_text(unread)) if unread else "",
+        csrf_input=conditional_escape(context.get("csrf_input") or ""),
+        username=escape(context["request"].user.get_username())))
 
 
 def date(value, arg=None) -> str:

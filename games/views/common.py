@@ -80,9 +80,30 @@ def addresses():
     return page_url
 
 
+# The addresses the round page links to: the two of the site and the five of its round.
+_ROUND_PAGE_LINKS = ("lobby", "rules")
+_ROUND_LINKS = ("leaderboard", "watch", "compose", "guess", "my_guesses")
+
+
+@functools.lru_cache(maxsize=512)
+def _round_addresses(prefix: str, urlconf: str, round_id: str) -> dict[str, str]:
+    return {**{name: _reverse(prefix, urlconf, name, ()) for name in _ROUND_PAGE_LINKS},
+            **{name: _reverse(prefix, urlconf, name, (round_id,)) for name in _ROUND_LINKS}}
+
+
+def round_addresses(round_id: str) -> dict[str, str]:
+    """What the round page links to, by URL name (``{{ links.watch }}``):
+    ``url(name, round_id)`` for its round's addresses and ``url(name)``
+    for the lobby and the rules, put together once per round and process
+    (a dozen calls through the template cost more than the page's own
+    values)."""
+    return _round_addresses(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, round_id)
+
+
 def forget_addresses() -> None:
     """After a test changes the URLconf or the script name."""
     _reverse.cache_clear()
+    _round_addresses.cache_clear()
 
 
 def amount(n: int, currency: str, *, signed: bool = False) -> str:

@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, render
 from django.template import loader
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html_join
+from django.utils.html import escape, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
@@ -35,7 +35,7 @@ from ..guesses import submit
 from ..models import Guess, Player, Round, RoundEntry
 from ..wallet import DIAMONDS_PER_KEY
 from .common import (MAX_GUESSES_SHOWN, amount, emoji_name, load_round_page, my_guesses_in, open_rounds,
-                     player_required, remember_player, round_and_my_guesses)
+                     player_required, remember_player, round_addresses, round_and_my_guesses)
 from .common import url as common_url
 from .pages import landing
 from ..ratelimit import limited
@@ -226,7 +226,27 @@ def _live(request, rnd: Round, guesses: list[Guess]) -> dict | None:
     if snap is not None:
         _with_my_unscored(snap, guesses)
         snap["recent_words"] = live.activity_words(snap["recent"])
+        snap["top_html"], snap["around_html"] = _board_rows(snap["top"]), _board_rows(snap["around"])
     return snap
+
+
+_BOARD_ROW = '<li value="{}"{}><span>{}{}</span> <span class="num">{}</span></li>'
+
+
+def _board_rows(rows: list[dict]) -> SafeString:
+    """The live panel's rows of the board (``live.snapshot``'s ``top`` or
+    ``around``), as the round page shows them: a rank, a name, a total,
+    and which one is me. Put together here rather than in the template,
+    where its half-dozen lookups per row were the page's longest loop."""
+    if not rows:
+        return SafeString()
+    return mark_safe("".join(_BOARD_ROW.format(_digits(row["rank"]), ' class="me"' if row["me"] else "",
+                                               escape(row["name"]), " (you)" if row["me"] else "",
+                                               _digits(row["total"])) for row in rows))
+
+
+def _digits(n) -> str:
+    return str(n) if n.__class__ is int else escape(n)
 
 
 def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: str = "",
@@ -258,6 +278,8 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         error = _refusal_words(refused, rnd, slots, balance, guesses)
     context = {
         "rnd": rnd,
+        "links": round_addresses(rnd.pk),
+        "price": amount(rnd.guess_price, rnd.currency),
         "sealed": _sealed(rnd),
         "playable": playable,
         "keyboard_html": _keyboard(rnd.pk, tuple(rnd.keyboard)) if playable else "",

@@ -97,3 +97,65 @@ def test_the_iso_date_shortcut_matches_djangos_c_format():
     for value in (dt.datetime(2026, 12, 1, 21, 5, 7, 123456, tzinfo=dt.timezone.utc),
                   dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=-5)))):
         assert date(value, "c") == django_date(template_localtime(value), "c")
+
+
+# What the round page's board loop and the header's format_html made before
+# they were put together in Python; the pages must come out byte for byte.
+_BOARD_LOOP = ('{% for row in rows %}<li value="{{ row.rank }}"{% if row.me %} class="me"{% endif %}>'
+               '<span>{{ row.name }}{% if row.me %} (you){% endif %}</span> <span class="num">{{ row.total }}</span>'
+               '</li>{% endfor %}')
+_NASTY = """O'Brien & <b title="x">co</b>"""
+
+
+def test_the_live_board_rows_come_out_as_the_template_loop_made_them():
+    from games.views.play import _board_rows
+
+    rows = [{"rank": 1, "name": _NASTY, "total": 600, "me": False},
+            {"rank": 2, "name": "ann", "total": 480, "me": True},
+            {"rank": 3, "name": "a{b}c %s", "total": 0, "me": False}]
+    html = _board_rows(rows)
+    assert html == engines["jinja2"].from_string(_BOARD_LOOP).render({"rows": rows})
+    assert escape(_NASTY) in html and "<b" not in html and "ann (you)" in html
+    assert _board_rows([]) == ""
+
+
+@pytest.mark.parametrize("unread", [0, 3])
+def test_the_header_nav_is_what_format_html_made(rf, unread):
+    from types import SimpleNamespace
+
+    from django.utils.html import format_html
+
+    from games import jinja2_env
+    from games.views.common import addresses, amount
+
+    page_url = addresses()
+    request = rf.get("/")
+    request.user = SimpleNamespace(is_authenticated=True, get_username=lambda: _NASTY)
+    wallet = SimpleNamespace(keys=1, clips=20, diamonds=300)
+    request.player = SimpleNamespace(unread=unread, wallet=wallet)
+    csrf = '<input type="hidden" name="csrfmiddlewaretoken" value="t">'
+    context = {"request": request, "url": page_url, "csrf_input": jinja2_env.mark_safe(csrf)}
+    words = f": {amount(1, 'keys')}, {amount(20, 'clips')}, {amount(300, 'diamonds')}"
+    expected = format_html(
+        jinja2_env._NAV_PLAYER, lobby=page_url("lobby"), rules=page_url("rules"), me=page_url("me"),
+        wallet=page_url("wallet"), wallet_words=words,
+        balances=format_html(jinja2_env._BALANCES, 1, 20, 300), notifications=page_url("notifications"),
+        unread=unread, badge=format_html(jinja2_env._BADGE, unread) if unread else "",
+        logout=page_url("logout"), csrf_input=context["csrf_input"], username=_NASTY)
+    assert jinja2_env.header_nav(context) == expected
+    assert escape(_NASTY) in expected and csrf in expected
+
+
+def test_the_round_pages_links_follow_the_script_prefix(make_round):
+    from games.views.common import round_addresses
+
+    rnd = make_round()
+    assert round_addresses(rnd.pk)["watch"] == f"/watch/{rnd.pk}/"
+    set_script_prefix("/game/")
+    try:
+        links = round_addresses(rnd.pk)
+        assert links["lobby"] == "/game/" and links["guess"] == f"/game/rounds/{rnd.pk}/guess/"
+        assert links["rules"] == "/game/rules/"
+    finally:
+        set_script_prefix("/")
+    assert round_addresses(rnd.pk)["lobby"] == "/"
