@@ -107,3 +107,10 @@ def run_once(argv: list[str], log_path: Path, timeout: float):
         return line[1], ""
     finally:
         w.kill()
+
+
+def callgrind_total(files) -> int:
+    """The instructions callgrind counted, summed over its output files
+    (one per process or thread dump): each file's ``totals:`` line."""
+    return sum(next(int(line.split()[1]) for line in Path(f).read_text().splitlines() if line.startswith("totals:"))
+               for f in files)
