@@ -451,7 +451,7 @@ class Queue:
             k = k.decode()
             out[k] = v if k == "payload" else v.decode(errors="replace")
         for k in ("attempts", "base", "stalled", "created", "died", "claimed", "children", "children_left",
-                  "wait"):
+                  "wait", "wait_seq"):
             if out.get(k):
                 out[k] = int(out[k])
         for k in ("progress", "result"):  # JSON a handler left (progress.lua, result.lua)
