@@ -247,6 +247,9 @@ def test_a_sharded_flow_sees_ids_that_exist_on_other_shards(where, request):
     retried = sq.enqueue_flow({"payload": b"p", "job_id": flow.parent, "lane": plane},
                               [{"payload": b"a", "job_id": c} for c in flow.children])
     assert retried.status == "duplicate"  # the parent first, as on a plain queue: not the existing children
+    mixed = sq.enqueue_flow({"payload": b"p", "job_id": flow.parent, "lane": plane},
+                            [{"payload": b"a", "job_id": on_lane}])
+    assert mixed.status == "duplicate"  # so even with a child that another shard holds
 
 
 def test_a_flow_on_the_cluster(valkey_cluster):
