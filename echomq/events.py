@@ -506,11 +506,11 @@ def wait(queue, job_id: str, timeout_s: float) -> str:
     if answer == 0:
         raise JobNotFound(f"queue {queue.name} has no job {job_id} and no record of it: removed, cancelled, "
                           "completed longer ago than it keeps records, or never enqueued")
-    answer = _s(answer)
-    if answer != "waiting":
-        return answer
+    if not isinstance(answer, list):
+        return _s(answer)  # ended already
+    # Registered: this life's list, which only this life's end writes (lua/wait.lua).
+    notify = f"{queue.prefix}notify:{job_id}:{int(answer[1])}"
     slice_s = _slice_ms(queue.client) / 1000
-    notify = queue.prefix + "notify:" + job_id
     while True:
         left = deadline - time.monotonic()
         if left <= 0:

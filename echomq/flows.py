@@ -20,8 +20,11 @@ One flow lives in one queue, one slot: every step is one script. On a
 :class:`~echomq.ShardedQueue` the whole flow goes to the parent's shard (its
 lane's, else its id's), whatever lanes the children name: a child's lane is
 served in turn there, but a pause or limit set on that lane (which lives on
-the lane's own shard) does not reach it. A flow does not
-span queues: to go on in another queue, the parent's handler enqueues there
+the lane's own shard) does not reach it. Its ids are looked for on the
+other shards first (a parent's: duplicate; a child's: WrongState; nothing
+written), in a step before the script: an id that reaches another shard
+between the two is not seen (docs/echomq.md, "Progress, waiting, flows").
+A flow does not span queues: to go on in another queue, the parent's handler enqueues there
 (with a JOB id of its own making, so a redelivered parent enqueues once).
 """
 from __future__ import annotations

@@ -451,7 +451,7 @@ class Queue:
             k = k.decode()
             out[k] = v if k == "payload" else v.decode(errors="replace")
         for k in ("attempts", "base", "stalled", "created", "died", "claimed", "children", "children_left",
-                  "wait"):
+                  "wait", "wait_seq"):
             if out.get(k):
                 out[k] = int(out[k])
         for k in ("progress", "result"):  # JSON a handler left (progress.lua, result.lua)
@@ -701,9 +701,13 @@ class Queue:
         mapping with ``payload`` and optional ``job_id`` and ``lane``. The
         parent's id is the idempotency key (``"duplicate"``: nothing changed);
         WrongState when a child's id exists already."""
-        pid, kids, args = _flows.flow_call(self.prefix, parent, children, on_child_failure, MAX_BATCH)
-        reply = self._run("enqueue_flow", (self.job_key(pid),), args)
-        return _flows.Flow(pid, kids, "enqueued" if reply == 1 else "duplicate")
+        return self.admit_flow(*_flows.flow_call(self.prefix, parent, children, on_child_failure, MAX_BATCH))
+
+    def admit_flow(self, parent_id: str, children: tuple[str, ...], args: list) -> _flows.Flow:
+        """Run ``enqueue_flow.lua`` with what :func:`echomq.flows.flow_call`
+        made for this queue (a ShardedQueue checks its other shards in between)."""
+        reply = self._run("enqueue_flow", (self.job_key(parent_id),), args)
+        return _flows.Flow(parent_id, children, "enqueued" if reply == 1 else "duplicate")
 
     @_mapped
     def children_results(self, job_id: str) -> dict:

@@ -16,10 +16,11 @@ from typing import Iterable, Mapping
 
 from .. import ids, keyspace
 from .. import events as _events
+from .. import flows as _flows
 from ..checks import (MAX_BATCH, MAX_MS, MAX_PROGRESS, MAX_TEXT, check_claim, check_int, check_json, check_pairs,
                       check_seconds, check_token, enqueue_items)
 from ..cluster import node_of
-from ..errors import UNAVAILABLE, JobNotFound, translate, translated
+from ..errors import UNAVAILABLE, JobNotFound, WrongState, translate, translated
 from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
 from ..rates import rate_args
 from ..schedules import check_name
@@ -544,14 +545,57 @@ class ShardedQueue:
 
     def enqueue_flow(self, parent, children, *, on_child_failure: str = "fail"):
         """As :meth:`Queue.enqueue_flow`; the whole flow goes to the parent's
-        shard (its lane's, else its id's), so every step stays one script."""
+        shard (its lane's, else its id's), so every step stays one script.
+        The ids are looked for on the other shards first (:meth:`_flow_ids_elsewhere`):
+        a parent id found there is ``"duplicate"``, a child's is WrongState,
+        and nothing is written; that look and the script are two steps (see
+        :mod:`echomq.flows`)."""
         item = dict(parent) if isinstance(parent, Mapping) else {"payload": parent}
         item.setdefault("job_id", None)
         if item["job_id"] is None:
             item["job_id"] = ids.mint("JOB")
         shard = self.shard_for(lane=item.get("lane"), job_id=item["job_id"])
-        return shard.enqueue_flow(item, children, on_child_failure=on_child_failure)
+        pid, kids, args = _flows.flow_call(shard.prefix, item, children, on_child_failure, MAX_BATCH)
+        found = self._flow_ids_elsewhere(shard, pid, kids)
+        if found is None:
+            return shard.admit_flow(pid, kids, args)
+        where, job_id = found
+        if job_id == pid:
+            return _flows.Flow(pid, kids, "duplicate")
+        raise WrongState(f"child {job_id} exists already on shard {where.name}: a flow admits new jobs only")
 
+    def _flow_ids_elsewhere(self, home: Queue, pid: str, kids: tuple[str, ...]) -> tuple[Queue, str] | None:
+        """(shard, id) of the flow's parent if any shard has a row with its
+        id, else of a child that a shard other than ``home`` has (``home``'s
+        script checks its own); None when none does. One pipeline: per
+        shard, one EXISTS of the parent and one of all the children (one
+        slot, one command); then, only when some shard has a child, one
+        EXISTS per child there to name it."""
+        pipe = self.client.pipeline(transaction=False)
+        others = [s for s in self.shards if s is not home]
+        pipe.exists(home.job_key(pid))
+        for shard in others:
+            pipe.exists(shard.job_key(pid))
+            pipe.exists(*[shard.job_key(k) for k in kids])
+        with translated():
+            found = pipe.execute()
+        for shard, there in zip([home] + others, found[0:1] + found[1::2]):
+            if there:
+                return shard, pid
+        holding = [s for s, there in zip(others, found[2::2]) if there]
+        if not holding:
+            return None
+        pipe = self.client.pipeline(transaction=False)
+        for shard in holding:
+            for k in kids:
+                pipe.exists(shard.job_key(k))
+        with translated():
+            found = iter(pipe.execute())
+        for shard in holding:
+            for k in kids:
+                if next(found):
+                    return shard, k
+        return None  # ended and gone since the first look: the ids are free
 
     def children_results(self, job_id: str) -> dict:
         """As :meth:`Queue.children_results`, from the flow parent's shard."""

@@ -200,6 +200,58 @@ def test_a_flow_on_a_sharded_queue_stays_on_its_parents_shard(valkey_server):
     assert parent.id == flow.parent and len(parent.children_results()) == 6
 
 
+def _lane_off(sq, shard: int) -> str:
+    """A lane whose shard is not ``shard``."""
+    while True:
+        lane = ids.mint("PLR")
+        if sq.shard_index(lane=lane) != shard:
+            return lane
+
+
+def _job_id_off(sq, shard: int) -> str:
+    """A JOB id whose own shard (no lane) is not ``shard``."""
+    while True:
+        job_id = ids.mint("JOB")
+        if sq.shard_index(job_id=job_id) != shard:
+            return job_id
+
+
+@pytest.mark.parametrize("where", ["one node", "cluster"])
+def test_a_sharded_flow_sees_ids_that_exist_on_other_shards(where, request):
+    """The flow goes to the parent's shard; a child's id that exists on
+    another shard (enqueued on its lane's shard, or on its id's) is refused
+    as on a plain queue (WrongState, nothing written anywhere), and a parent
+    id that exists on another shard is a duplicate (nothing written)."""
+    if where == "one node":
+        client = request.getfixturevalue("valkey_server").client()
+    else:
+        client = request.getfixturevalue("valkey_cluster").client()
+    client.flushall()
+    sq = ShardedQueue("flx", client, shards=4)
+    plane = ids.mint("PLR")
+    home = sq.shard_index(lane=plane)
+    lane = _lane_off(sq, home)
+    on_lane, _ = sq.enqueue(b"on its lane's shard", lane=lane)
+    flat, _ = sq.enqueue(b"on its id's shard", job_id=_job_id_off(sq, home))
+    before = snapshot(client, sq)
+    for taken, child_lane in ((on_lane, lane), (flat, None), (on_lane, None)):
+        with pytest.raises(WrongState, match=taken):
+            sq.enqueue_flow({"payload": b"p", "lane": plane},
+                            [b"a", {"payload": b"b", "job_id": taken, "lane": child_lane}])
+        assert snapshot(client, sq) == before
+    again = sq.enqueue_flow({"payload": b"p", "job_id": flat, "lane": plane}, [b"a"])
+    assert (again.status, again.parent) == ("duplicate", flat)
+    assert snapshot(client, sq) == before
+    flow = sq.enqueue_flow({"payload": b"p", "lane": plane}, [b"a", {"payload": b"b", "lane": lane}])
+    assert flow.status == "enqueued" and all(sq.shards[home].job(c) for c in flow.children)
+    retried = sq.enqueue_flow({"payload": b"p", "job_id": flow.parent, "lane": plane},
+                              [{"payload": b"a", "job_id": c} for c in flow.children])
+    assert retried.status == "duplicate"  # the parent first, as on a plain queue: not the existing children
+    mixed = sq.enqueue_flow({"payload": b"p", "job_id": flow.parent, "lane": plane},
+                            [{"payload": b"a", "job_id": on_lane}])
+    assert mixed.status == "duplicate"  # so even with a child that another shard holds
+
+
 def test_a_flow_on_the_cluster(valkey_cluster):
     client = valkey_cluster.client()
     q = Queue("flc", client)

@@ -189,22 +189,66 @@ def test_a_waiter_is_never_answered_by_an_earlier_life_of_the_job(q, any_server,
     """A waiter that timed out leaves its push unread when the job ends. If
     the job lives again (requeued from dead, or its id enqueued again once
     its completed row is gone), the next waiter must wait for the new end,
-    not take that leftover: its registration clears it."""
+    not take that leftover: each life has a list of its own."""
     jid, _ = q.enqueue(b"x")
     with pytest.raises(TimeoutError):
         q.wait(jid, 0.05)  # registered, then gave up
+    first = f"{q.prefix}notify:{jid}:{q.job(jid)['wait_seq']}"
     job = q.claim(lease_ms=60_000)
     if again == "requeue":
         assert q.retry(jid, job.attempts, max_attempts=1, error="boom") == "dead"
-        assert any_server.llen(f"{q.prefix}notify:{jid}") == 1  # the unread push
+        assert any_server.llen(first) == 1  # the unread push
         q.requeue_dead(jid)
     else:
         q.complete(jid, job.attempts)
-        assert any_server.llen(f"{q.prefix}notify:{jid}") == 1
+        assert any_server.llen(first) == 1
         q.enqueue(b"x", job_id=jid)  # the row is gone: the id is free again
     waiter = waiting(q, jid)
     assert waiter.is_alive(), waiter.out  # not answered by the earlier end
-    assert any_server.llen(f"{q.prefix}notify:{jid}") == 0
+    assert f"{q.prefix}notify:{jid}:{q.job(jid)['wait_seq']}" != first
+    assert any_server.llen(first) == 1  # left for whoever may still read it; it expires
+    job = q.claim(lease_ms=60_000)
+    q.complete(jid, job.attempts)
+    waiter.join(30)
+    assert waiter.out == {"state": "completed"}
+
+def before_the_first_blpop(q, step):
+    """Run ``step()`` once, when the next ``q.wait`` has registered and is
+    about to send its first BLPOP: the moment a waiter is between its
+    blocking reads, driven by hand instead of by timing."""
+    real = q.client.blpop
+
+    def blpop(*args, **kw):
+        del q.client.blpop  # the client's own method again, for step() and after
+        step()
+        return real(*args, **kw)
+
+    q.client.blpop = blpop
+
+
+@pytest.mark.parametrize("again", ["requeue", "reenqueue"])
+def test_a_waiter_between_blocking_reads_still_hears_an_end_followed_by_a_new_life(q, any_server, again):
+    """A waiter registers; before its BLPOP reaches the server the job ends
+    (its push waits in the list), lives again (requeued from dead, or its id
+    enqueued again) and gets a waiter of its new life. The first waiter must
+    still get the end it registered for, and the new one the new end."""
+    jid, _ = q.enqueue(b"x")
+    later = {}
+
+    def end_and_live_again():
+        job = q.claim(lease_ms=60_000)
+        if again == "requeue":
+            assert q.retry(jid, job.attempts, max_attempts=1, error="boom") == "dead"
+            q.requeue_dead(jid)
+        else:
+            assert q.complete(jid, job.attempts) is True
+            q.enqueue(b"x", job_id=jid)
+        later["waiter"] = waiting(q, jid)
+
+    before_the_first_blpop(q, end_and_live_again)
+    assert q.wait(jid, 2) == ("dead" if again == "requeue" else "completed")
+    waiter = later["waiter"]
+    assert waiter.is_alive(), waiter.out  # the new life has not ended
     job = q.claim(lease_ms=60_000)
     q.complete(jid, job.attempts)
     waiter.join(30)

@@ -26,8 +26,10 @@ CASES = [
     case("token-at-bound", f"the largest token ({MAX_TOKEN}) holds like any other",
          World().active(A, token=MAX_TOKEN).meta(keep_completed=0),
          complete(token=MAX_TOKEN)),
-    case("waiters", "a job with waiters (wait 2): its final state is pushed on notify:<id> once per waiter, "
-         "kept 60 s", World().active(A, wait="2"), complete()),
+    case("waiters", "a job with waiters (wait 2, wait_seq 5): its final state is pushed on notify:<id>:5 once "
+         "per waiter, kept 60 s", World().active(A, wait="2", wait_seq="5"), complete()),
+    case("waiters-unnumbered", "waiters an older wait.lua registered (wait without wait_seq) block on the bare "
+         "notify:<id>: pushed there", World().active(A, wait="2"), complete()),
     case("flow-child", "a flow's child: its record in flow:<parent> reads completed with its result; the parent's "
          "children_left drops; the parent still waits for the other", World()
          .flow(C, {A: '{"state":"pending"}', B: '{"state":"pending"}'}).active(A, parent=C, result='{"n":1}')

@@ -13,8 +13,9 @@ CASES = [
          retry(delay_ms=0)),
     case("dead-at-max", "attempts reaching max_attempts: row dead with died = now and last_error; dead scores it "
          "now; dead counted in meta and this minute; answers 'dead'", World().active(A, token=3), retry(token=3)),
-    case("dead-waiter", "a job with a waiter dies: 'dead' is pushed on notify:<id>, kept 60 s; the row's wait "
-         "count goes", World().active(A, token=3, wait="1"), retry(token=3)),
+    case("dead-waiter", "a job with a waiter dies: 'dead' is pushed on notify:<id>:<its wait_seq>, kept 60 s; "
+         "the row's wait count and wait_seq go (a requeue starts a life with a list of its own)",
+         World().active(A, token=3, wait="1", wait_seq="2"), retry(token=3)),
     case("flow-child-dead-fail", "a flow child dies under on_child_failure fail: its record reads dead with its "
          "error; the parent goes to dead naming it (a dead entry with data child), its children's record kept "
          "as long as a dead row", World().flow(C, {A: '{"state":"pending"}', B: '{"state":"pending"}'})

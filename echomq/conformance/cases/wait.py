@@ -1,6 +1,8 @@
 """wait: has the job ended? If not, the caller is counted as a waiter on the
-row ('wait'); the script that ends the job pushes its final state on
-notify:<id> once per waiter (see complete's and retry's waiter cases)."""
+row ('wait') and told which list to block on: notify:<id>:<n>, n the row's
+'wait_seq', taken from the queue's meta 'wait_seq' by the first caller of
+the job's life; the script that ends the job pushes its final state there
+once per waiter (see complete's and retry's waiter cases)."""
 from ..dsl import A, World, call, case, key, refusals
 
 
@@ -9,13 +11,16 @@ def wait(job_id=A, **kw):
 
 
 CASES = [
-    case("active", "a running job: the row's wait count goes to 1; answers 'waiting'", World().active(A), wait()),
-    case("second", "another waiter: the count goes up by one", World().active(A, wait="1"), wait()),
-    case("stale", "the first waiter since the job's last end (the count goes from 0 to 1) deletes notify:<id>: "
-         "what is there was pushed at an earlier end (a waiter that gave up, then a requeue)",
-         World().pending(A, attempts=1).raw(key("notify:" + A), {"list": ["dead"]}), wait()),
-    case("not-stale", "a later waiter (the count was above 0) leaves notify:<id> as it is",
-         World().active(A, wait="1").raw(key("notify:" + A), {"list": ["dead"]}), wait()),
+    case("active", "a running job, its life's first waiter: the row's wait count goes to 1 and its wait_seq to "
+         "the queue's next list number (meta wait_seq 0 -> 1); answers {'waiting', 1}", World().active(A), wait()),
+    case("numbered", "the list number follows the queue's meta wait_seq, whichever job took the last one",
+         World().active(A).meta(wait_seq="41"), wait()),
+    case("second", "another waiter of the same life: the count goes up by one, the same list",
+         World().active(A, wait="1", wait_seq="7").meta(wait_seq="9"), wait()),
+    case("leftover", "an earlier life's unread push (a waiter that gave up, then a requeue) stays where it is, "
+         "for whoever may still read it; this life's first waiter gets a list of its own",
+         World().pending(A, attempts=1).meta(wait_seq="3").raw(key("notify:" + A + ":3"), {"list": ["dead"]}),
+         wait()),
     case("pending", "a job not started yet: counted the same way", World().pending(A), wait()),
     case("scheduled", "a delayed or retrying job has not ended either", World().scheduled(A, attempts=1), wait()),
     case("dead", "a dead job ended already: answers 'dead', nothing changes", World().dead(A), wait()),
