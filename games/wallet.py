@@ -73,20 +73,36 @@ def _check_charge(currency: str, amount: int) -> str:
     return currency
 
 
+def _literal(value: str) -> str:
+    """One of the code's own choice values (a currency, a reason, a status)
+    as an SQL string literal: letters and underscores only, so it needs no
+    quoting beyond the quotes."""
+    value = str(value)
+    if not value.replace("_", "").isalpha() or not value.isascii():
+        raise ValueError(f"not a choice value: {value!r}")
+    return f"'{value}'"
+
+
 @functools.cache
-def charge_ctes(currency: str, only_if: str = "") -> str:
+def charge_ctes(currency: str, reason: str, only_if: str = "", reference: str = "%(reference)s") -> str:
     """The charge as two data-modifying CTEs (PostgreSQL), built once per
-    currency and condition. ``w`` takes the amount -- ``UPDATE … SET c = c -
-    amount WHERE c >= amount [only_if] RETURNING c``: no read, and it
+    currency, reason and condition. ``w`` takes the amount -- ``UPDATE … SET
+    c = c - amount WHERE c >= amount [only_if] RETURNING c``: no read, and it
     row-locks the wallet as ``lock_wallet`` does -- and ``l`` writes the
     ledger row selecting from ``w``, so it is written only if the charge is.
-    Named parameters, from :func:`charge_params`; ``only_if`` is a condition
-    over the caller's own CTEs (e.g. "the round is open")."""
+    Named parameters, from :func:`charge_params`; the currency and the
+    reason are written into the statement (each statement is built for one
+    of each), and the ledger's delta is ``-amount`` there, so the statement
+    binds fewer values. ``only_if`` is a condition over the caller's own
+    CTEs (e.g. "the round is open"); ``reference`` the ledger reference's
+    placeholder (a caller's statement may already bind that value under
+    another name)."""
     qn = connection.ops.quote_name
-    col = qn(Currency(currency).value)
-    ledger = {"id": "%(txn)s", "player_id": "%(player)s", "currency": "%(currency)s", "delta": "%(delta)s",
-              "balance_after": f"w.{col}", "reason": "%(reason)s", "reference": "%(reference)s",
-              "created_at": "%(now)s"}
+    currency = Currency(currency).value
+    col = qn(currency)
+    ledger = {"id": "%(txn)s", "player_id": "%(player)s", "currency": _literal(currency), "delta": "-%(amount)s",
+              "balance_after": f"w.{col}", "reason": _literal(LedgerEntry.Reason(reason).value),
+              "reference": reference, "created_at": "%(now)s"}
     columns = {f.attname: f.column for f in LedgerEntry._meta.concrete_fields}
     assert ledger.keys() == columns.keys(), "every ledger column needs a value here"
     return (f"w AS (UPDATE {qn(Wallet._meta.db_table)} SET {col} = {col} - %(amount)s, {qn('updated_at')} = %(now)s "
@@ -95,13 +111,12 @@ def charge_ctes(currency: str, only_if: str = "") -> str:
             f"SELECT {', '.join(ledger.values())} FROM w)")
 
 
-def charge_params(player, currency: str, amount: int, reason: str, reference: str,
-                  now: datetime | None = None) -> dict:
+def charge_params(player, currency: str, amount: int, reference: str, now: datetime | None = None) -> dict:
     """The parameters of :func:`charge_ctes` (the amount checked, the
-    ledger row's TXN id minted)."""
-    currency = _check_charge(currency, amount)
-    return {"player": _player_id(player), "currency": currency, "amount": amount, "delta": -amount,
-            "reason": reason, "reference": reference, "txn": ids.mint("TXN"), "now": now or timezone.now()}
+    ledger row's TXN id minted); the statement was built for ``currency``."""
+    _check_charge(currency, amount)
+    return {"player": _player_id(player), "amount": amount, "reference": reference, "txn": ids.mint("TXN"),
+            "now": now or timezone.now()}
 
 
 def charge(player, currency: str, amount: int, reason: str, reference: str) -> LedgerEntry:
@@ -115,8 +130,9 @@ def charge(player, currency: str, amount: int, reason: str, reference: str) -> L
     say what it left, which the ledger row records) and the ledger row's
     INSERT. (The guess's one statement on PostgreSQL charges through
     :func:`charge_ctes` instead.)"""
-    params = charge_params(player, currency, amount, reason, reference)
-    currency, pid = params["currency"], params["player"]
+    currency = _check_charge(currency, amount)
+    params = charge_params(player, currency, amount, reference)
+    pid = params["player"]
     qn = connection.ops.quote_name
     col, table = qn(currency), qn(Wallet._meta.db_table)
     sql = (f"UPDATE {table} SET {col} = {col} - %(amount)s, {qn('updated_at')} = %(now)s "
@@ -126,7 +142,7 @@ def charge(player, currency: str, amount: int, reason: str, reference: str) -> L
         row = cursor.fetchone()
     if row is None:
         raise InsufficientFunds(currency, amount, balances(pid)[currency])
-    entry = LedgerEntry(id=params["txn"], player_id=pid, currency=currency, delta=params["delta"],
+    entry = LedgerEntry(id=params["txn"], player_id=pid, currency=currency, delta=-amount,
                         balance_after=row[0], reason=reason, reference=reference, created_at=params["now"])
     entry.save(force_insert=True)
     return entry

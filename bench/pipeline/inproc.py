@@ -118,13 +118,20 @@ class Harness:
                 raise SystemExit(f"{kind} answered {status}, not {want}")
         return time.process_time() - t0
 
-    def warm_up(self) -> None:
+    def warm_up(self, guesses: int = 0) -> None:
         """Each player's first page (its session and identity reach the
         cache, as after a sign-in; bench.pipeline does the same), then a
-        few of each request."""
+        few of each request; then ``guesses`` more guesses per player, so
+        the round page lists as many as a player has in bench.pipeline's
+        later slices (its POST rows leave ~7 per player per slice), each
+        rendered once already (a web process renders each state of a guess
+        once)."""
         self.run("page", len(self.seed.cookies), start=-len(self.seed.cookies))
         for kind in KINDS:
             self.run(kind, 50, start=-1000)
+        if guesses:  # and each player's page once after them, as the pipeline's later pages are
+            self.run("post", guesses * len(self.seed.cookies), start=-100_000)
+            self.run("page", len(self.seed.cookies), start=-len(self.seed.cookies))
 
     def stop(self) -> None:
         from django.db import connections
@@ -155,7 +162,7 @@ def _child(args) -> None:
     h = Harness(tmp)
     try:
         _steady_under_valgrind()
-        h.warm_up()
+        h.warm_up(args.guesses)
         envs = [h.request(args.kind, i) for i in range(1000, 1000 + args.n)]
         import gc
 
@@ -188,11 +195,12 @@ def _toggle(on: bool) -> None:
                    check=True, capture_output=True)
 
 
-def _callgrind_total(kind: str, n: int) -> int:
+def _callgrind_total(kind: str, n: int, guesses: int = 0) -> int:
     """Instructions callgrind counted while ``n`` requests of ``kind`` ran."""
     with tempfile.TemporaryDirectory() as out:
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/cg.%p",
-               sys.executable, "-m", "bench.pipeline.inproc", "--child", kind, "--n", str(n)]
+               sys.executable, "-m", "bench.pipeline.inproc", "--child", kind, "--n", str(n),
+               "--guesses", str(guesses)]
         # A fixed hash seed: the same dict layouts, so the same count twice.
         res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
         if res.returncode:
@@ -204,11 +212,11 @@ def _callgrind_total(kind: str, n: int) -> int:
     raise SystemExit("callgrind wrote no totals")
 
 
-def instructions(kinds, n: int) -> dict[str, float]:
+def instructions(kinds, n: int, guesses: int = 0) -> dict[str, float]:
     """Instructions per request of each kind: a run of ``n`` less a run of
     none (the toggling itself), divided by ``n``."""
-    zero = _callgrind_total("bare", 0)
-    return {kind: (_callgrind_total(kind, n) - zero) / n for kind in kinds}
+    zero = _callgrind_total("bare", 0, guesses)
+    return {kind: (_callgrind_total(kind, n, guesses) - zero) / n for kind in kinds}
 
 
 def main() -> None:
@@ -221,6 +229,9 @@ def main() -> None:
                     "(for a sampling profiler: py-spy record -- python -m bench.pipeline.inproc --loop post)")
     ap.add_argument("--kinds", type=lambda v: v.split(","), default=list(KINDS),
                     help="with --instructions: which requests (comma-separated; bare is always counted)")
+    ap.add_argument("--guesses", type=int, default=0,
+                    help="guesses per player made before the counted requests (default 0; the round page "
+                         "lists them: bench.pipeline's page rows see ~10 on average)")
     ap.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -228,7 +239,7 @@ def main() -> None:
         return _child(args)
     if args.instructions:
         n = min(args.n, 200)
-        rows = instructions([k for k in KINDS if k == "bare" or k in args.kinds], n)
+        rows = instructions([k for k in KINDS if k == "bare" or k in args.kinds], n, args.guesses)
         print(f"\n{'request':<10}{'instructions':>14}{'x bare':>8}")
         for kind, v in rows.items():
             print(f"{kind:<10}{v:>14,.0f}{v / rows['bare']:>8.2f}")
@@ -236,7 +247,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="cm-inproc-"))
     h = Harness(tmp)
     try:
-        h.warm_up()
+        h.warm_up(args.guesses)
         if args.loop:
             h.run(args.loop, args.n, start=10_000)
             return

@@ -283,9 +283,13 @@ def render_round(request, rnd: Round, *, slots: list[str] | None = None, error: 
         "sealed": _sealed(rnd),
         "playable": playable,
         "keyboard_html": _keyboard(rnd.pk, tuple(rnd.keyboard)) if playable else "",
-        "slots": _slots(rnd, slots, my_locks) if playable else [],
+        # The six positions and my guesses are each one piece of markup:
+        # each item is rendered once per process, and the page puts the
+        # pieces in as they are, not one template output (an escape check
+        # and a copy) each.
+        "slots": mark_safe("".join(_slots(rnd, slots, my_locks))) if playable else "",
         "guesses": rows,
-        "guess_items": [_guess_item(row) for row in rows],
+        "guess_items": mark_safe("".join([_guess_item(row) for row in rows])),
         "best": None if _sealed(rnd) else best,
         "balance": balance,
         "token": uuid.uuid4().hex,
