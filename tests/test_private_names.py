@@ -111,10 +111,6 @@ DJANGO = [
     ("django.contrib.admin.ModelAdmin", "_get_base_actions", "class",
      "games/admin_guard.py: a declared action the user may not run is refused, not ignored"),
     (_a_model, "_state", "instance", "games/rows.py, games/models.py, games/admin.py: rows written by our own SQL"),
-    ("django.db.models.base", "ModelState", "class",
-     "games/rows.py: loaded() gives each instance it builds without Model.__init__ a ModelState"),
-    ("django.db.models.base.ModelState", "adding", "class", "games/rows.py: loaded() marks its instances loaded"),
-    ("django.db.models.base.ModelState", "db", "class", "games/rows.py: loaded() names their database"),
 ]
 
 REDIS = [

@@ -20,7 +20,7 @@ from django.utils import timezone
 from ..forms import welcome
 from ..models import Guess, LedgerEntry, Lock, Notification, Player, Round, Wallet
 from ..players import ensure_player
-from ..rows import convert, from_row, loaded
+from ..rows import convert, from_row
 
 _JOINERS = {"\u200d", "\ufe0f", "\ufe0e"}
 
@@ -213,12 +213,12 @@ def _when(text: str) -> datetime:
 def guesses_from_json(value, rnd: Round, player_id: str) -> list[Guess]:
     """My guesses from their JSON column, newest first, as ``Guess`` rows
     that know their round (``feedback_visible`` reads it) without a query."""
-    rows = sorted(_json(value), key=itemgetter(0), reverse=True)
-    out = loaded(Guess, connection.alias, _GUESS_ATTNAMES,
-                 [(gid, player_id, rnd.pk, emojis, status, total, breakdown, _when(created))
-                  for gid, emojis, status, total, breakdown, created in rows])
-    for g in out:
+    alias, out = connection.alias, []
+    for gid, emojis, status, total, breakdown, created in sorted(_json(value), key=itemgetter(0), reverse=True):
+        g = Guess.from_db(alias, _GUESS_ATTNAMES,
+                          (gid, player_id, rnd.pk, emojis, status, total, breakdown, _when(created)))
         g.round = rnd
+        out.append(g)
     return out
 
 
