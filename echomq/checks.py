@@ -8,7 +8,7 @@ too; checking first means a bad call costs no round trip and raises
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from collections.abc import Iterable, Mapping
 
 from . import ids, keyspace
 from .errors import ArgumentError
@@ -36,7 +36,7 @@ def check_token(attempts) -> int:
 def check_items(items, what: str):
     """An iterable of items (not one str, bytes or mapping, whose iteration
     would hand over characters or keys one by one)."""
-    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)):
+    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(items, Iterable):
         raise ArgumentError(f"{what} takes an iterable of items, not one {type(items).__name__}")
     return items
 

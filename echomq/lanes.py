@@ -75,7 +75,8 @@ class Lanes:
 
     @_mapped
     def deepest(self, n: int = 10) -> list[dict]:
-        """The ``n`` lanes with the most ready jobs."""
+        """The ``n`` lanes with the most ready jobs (``n`` in 1..MAX_COUNT)."""
+        check_int(n, "n (lanes)", 1, MAX_COUNT)
         names = self.names()
         pipe = self.queue.client.pipeline(transaction=False)
         for lane in names:

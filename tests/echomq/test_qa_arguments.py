@@ -1,0 +1,46 @@
+"""Arguments the hostile-QA pass found untyped: a listing's ``n`` and the
+event filter's ``types`` must refuse what is not theirs with ArgumentError
+(never a TypeError from deep inside, never a silently odd answer), before
+anything is asked of the server, on a plain and a sharded queue."""
+from __future__ import annotations
+
+import pytest
+
+from echomq import ArgumentError, Queue, ShardedQueue
+
+LANES = ["PLR0KHTOWnGLuC", "PLR0KHTOWnGLuD", "PLR0KHTOWnGLuE"]
+
+
+@pytest.fixture(params=["queue", "sharded"])
+def q(request, r):
+    q = Queue("t", r) if request.param == "queue" else ShardedQueue("t", r, shards=3)
+    for i, lane in enumerate(LANES):
+        for _ in range(i + 1):
+            q.enqueue(b"x", lane=lane)
+    return q
+
+
+def commands(r) -> int:
+    return sum(v["calls"] for k, v in r.info("commandstats").items() if k != "cmdstat_config|resetstat")
+
+
+@pytest.mark.parametrize("n", [0, -1, -2, 2**70, 1.5, float("nan"), float("inf"), "3", None, True, [], object()])
+def test_deepest_refuses_a_bad_count_before_asking_valkey(q, r, n):
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match="lanes"):
+        q.lanes.deepest(n)
+    assert commands(r) == 0
+
+
+def test_deepest_answers_the_deepest_lanes(q):
+    assert [row["lane"] for row in q.lanes.deepest(2)] == LANES[::-1][:2]
+    assert len(q.lanes.deepest()) == 3
+
+
+@pytest.mark.parametrize("types", [-1, 5, 2**70, 1.5, float("nan"), True, object(), "pending", b"pending",
+                                   {"pending": 1}])
+def test_recent_events_refuses_types_that_are_not_a_list_of_types(q, r, types):
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match="types"):
+        q.recent_events(10, types=types)
+    assert commands(r) == 0
