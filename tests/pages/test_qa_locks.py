@@ -10,8 +10,10 @@ from games.models import Lock, Round
 
 pytestmark = pytest.mark.django_db
 
+
 def slots(values):
     return {f"slot{i}": v for i, v in enumerate(values)}
+
 
 @pytest.mark.parametrize("how", ["settled", "voided", "past its end"])
 def test_unlocking_on_a_closed_round_is_refused_and_keeps_the_lock(play, player, make_round, how):
@@ -27,6 +29,7 @@ def test_unlocking_on_a_closed_round_is_refused_and_keeps_the_lock(play, player,
     resp = play.post(f"/rounds/{rnd.pk}/lock/", {"unlock": "2", **slots(rnd.keyboard[:6])})
     assert resp.status_code == 409, resp.status_code
     assert list(Lock.objects.values()) == before
+
 
 def test_unlocking_on_an_open_round_still_works(play, player, make_round):
     rnd = make_round()
