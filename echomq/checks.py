@@ -42,6 +42,9 @@ def check_items(items, what: str):
 
 
 ENQUEUE_OPTIONS = ("priority", "unique_key", "unique_ttl_ms")
+# A mapping item's keys: a misspelt one ("delay") would otherwise be dropped
+# without a word, and the job admitted as if it had not been given.
+ITEM_KEYS = frozenset(("payload", "job_id", "lane", "delay_ms", *ENQUEUE_OPTIONS))
 
 
 def enqueue_items(items):
@@ -55,6 +58,9 @@ def enqueue_items(items):
             yield item, None, None, None, {}
         elif "payload" not in item:
             raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
+        elif not item.keys() <= ITEM_KEYS:
+            unknown = ", ".join(sorted(repr(k) for k in item.keys() - ITEM_KEYS))
+            raise ArgumentError(f"an enqueue_many item takes {', '.join(sorted(ITEM_KEYS))}; not {unknown}")
         else:
             yield (item["payload"], item.get("job_id"), item.get("lane"), item.get("delay_ms"),
                    {k: item[k] for k in ENQUEUE_OPTIONS if item.get(k) is not None})

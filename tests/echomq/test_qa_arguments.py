@@ -44,3 +44,20 @@ def test_recent_events_refuses_types_that_are_not_a_list_of_types(q, r, types):
     with pytest.raises(ArgumentError, match="types"):
         q.recent_events(10, types=types)
     assert commands(r) == 0
+
+
+@pytest.mark.parametrize("item", [{"payload": b"x", "delay": 60_000}, {"payload": b"x", "Lane": LANES[0]},
+                                  {"payload": b"x", "unique": "k"}, {"payload": b"x", 1: 2}])
+def test_enqueue_many_refuses_an_item_key_it_does_not_know(q, r, item):
+    """A misspelt option ("delay" for delay_ms) was dropped without a word
+    and the job admitted at once; now nothing is sent."""
+    r.config_resetstat()
+    with pytest.raises(ArgumentError, match="enqueue_many item takes"):
+        q.enqueue_many([{"payload": b"ok"}, item])
+    assert commands(r) == 0
+
+
+def test_enqueue_many_still_takes_every_documented_key(q):
+    [(_, state)] = q.enqueue_many([{"payload": b"x", "job_id": "JOB0KHTOWnGLuC", "lane": LANES[0], "delay_ms": 0,
+                                    "priority": 5, "unique_key": "k", "unique_ttl_ms": 1000}])
+    assert state == "enqueued"
