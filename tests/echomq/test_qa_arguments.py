@@ -61,3 +61,38 @@ def test_enqueue_many_still_takes_every_documented_key(q):
     [(_, state)] = q.enqueue_many([{"payload": b"x", "job_id": "JOB0KHTOWnGLuC", "lane": LANES[0], "delay_ms": 0,
                                     "priority": 5, "unique_key": "k", "unique_ttl_ms": 1000}])
     assert state == "enqueued"
+
+
+@pytest.mark.parametrize("queues", ["cm", b"cm", None, 5, [None], ["cm"], [object()]])
+def test_a_reaper_refuses_what_is_not_a_list_of_queues(r, queues):
+    """Reaper("cm") iterated the name's letters and failed at its first pass
+    (an AttributeError); Reaper(None) was a TypeError."""
+    from echomq import Reaper
+
+    with pytest.raises(ArgumentError, match="Reaper"):
+        Reaper(queues)
+
+
+@pytest.mark.parametrize("tasks", [None, 5, "settle", [5], [None]])
+def test_a_reaper_refuses_tasks_that_are_not_callables(r, tasks):
+    from echomq import Reaper
+
+    with pytest.raises(ArgumentError, match="Reaper tasks"):
+        Reaper([Queue("t", r)], tasks=tasks)
+
+
+def test_a_reaper_of_good_queues_and_tasks_runs(r):
+    from echomq import Reaper
+
+    report = Reaper([Queue("t", r), ShardedQueue("s", r, shards=2)], tasks=[lambda: 1]).run_once()
+    assert set(report) == {"t", "s", "<lambda>"}
+
+
+@pytest.mark.parametrize("shards", [[], [1], {}, True, 1.0, 2.0, "2", None])
+def test_a_sharded_queue_refuses_a_shard_count_that_is_not_an_int(r, shards):
+    """A list was a TypeError from the names' cache; True and 1.0 hit the
+    cached names of 1 and were taken."""
+    ShardedQueue("t", r, shards=1)
+    ShardedQueue("t", r, shards=2)  # both in the cache
+    with pytest.raises(ArgumentError, match="shards"):
+        ShardedQueue("t", r, shards=shards)
