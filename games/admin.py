@@ -535,6 +535,8 @@ class PlayerAdmin(ReadOnly):
                             done.append((player, wallet.grant(player, c, n, reference=reason)))
                         except wallet.WalletError as err:  # this player's row only (its own savepoint)
                             self.message_user(request, f"{player}: {err.message}", messages.ERROR)
+                    if not done:  # nothing granted: the form's token stays unused, so it may be sent again
+                        transaction.set_rollback(True)
             except IntegrityError:
                 self.message_user(request, "This grant was already applied; nothing was granted again.",
                                   messages.WARNING)
