@@ -96,3 +96,13 @@ def test_a_sharded_queue_refuses_a_shard_count_that_is_not_an_int(r, shards):
     ShardedQueue("t", r, shards=2)  # both in the cache
     with pytest.raises(ArgumentError, match="shards"):
         ShardedQueue("t", r, shards=shards)
+
+
+def test_a_lane_limit_of_0_is_refused_not_read_as_no_limit(q, r):
+    """limit(lane, 0) reached the script as its "no limit" and every job of
+    the lane was served; now it is refused, the lane untouched."""
+    q.lanes.limit(LANES[2], 1)
+    with pytest.raises(ArgumentError, match="pause"):
+        q.lanes.limit(LANES[2], 0)
+    assert q.lanes.info(LANES[2])["limit"] == 1
+    assert len(q.claim_batch(10, lease_ms=10_000)) == 1 + 2 + 1  # the limited lane gives one
