@@ -8,7 +8,7 @@ too; checking first means a bad call costs no round trip and raises
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from collections.abc import Iterable, Mapping
 
 from . import ids, keyspace
 from .errors import ArgumentError
@@ -36,12 +36,15 @@ def check_token(attempts) -> int:
 def check_items(items, what: str):
     """An iterable of items (not one str, bytes or mapping, whose iteration
     would hand over characters or keys one by one)."""
-    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)):
+    if isinstance(items, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(items, Iterable):
         raise ArgumentError(f"{what} takes an iterable of items, not one {type(items).__name__}")
     return items
 
 
 ENQUEUE_OPTIONS = ("priority", "unique_key", "unique_ttl_ms")
+# A mapping item's keys: a misspelt one ("delay") would otherwise be dropped
+# without a word, and the job admitted as if it had not been given.
+ITEM_KEYS = frozenset(("payload", "job_id", "lane", "delay_ms", *ENQUEUE_OPTIONS))
 
 
 def enqueue_items(items):
@@ -55,6 +58,9 @@ def enqueue_items(items):
             yield item, None, None, None, {}
         elif "payload" not in item:
             raise ArgumentError(f"an enqueue_many item needs a payload: {item!r}")
+        elif not item.keys() <= ITEM_KEYS:
+            unknown = ", ".join(sorted(repr(k) for k in item.keys() - ITEM_KEYS))
+            raise ArgumentError(f"an enqueue_many item takes {', '.join(sorted(ITEM_KEYS))}; not {unknown}")
         else:
             yield (item["payload"], item.get("job_id"), item.get("lane"), item.get("delay_ms"),
                    {k: item[k] for k in ENQUEUE_OPTIONS if item.get(k) is not None})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import keyspace
 from .checks import MAX_COUNT, check_int
-from .errors import translated
+from .errors import ArgumentError, translated
 from .rates import rate_args, rate_view
 
 _mapped = translated()  # a view decorated with it raises typed errors
@@ -31,9 +31,14 @@ class Lanes:
         self._op(lane, "resume")
 
     def limit(self, lane: str, max_active: int | None) -> None:
-        """Serve at most ``max_active`` jobs of the lane at once (None: no limit)."""
+        """Serve at most ``max_active`` jobs of the lane at once, 1 or more
+        (None: no limit). 0 is refused: the script reads it as "no limit",
+        the opposite of what it says; to serve none, ``pause`` the lane."""
         if max_active is not None:
-            check_int(max_active, "lane limit", 0, MAX_COUNT)
+            if max_active == 0 and isinstance(max_active, int) and not isinstance(max_active, bool):
+                raise ArgumentError("lane limit 0 would serve the lane without limit; pause the lane to serve "
+                                    "none, or give None for no limit")
+            check_int(max_active, "lane limit", 1, MAX_COUNT)
         self._op(lane, "limit", max_active or 0)
 
     def set_rate(self, lane: str, jobs: int | None, per_ms: int | None = None) -> None:
@@ -75,7 +80,8 @@ class Lanes:
 
     @_mapped
     def deepest(self, n: int = 10) -> list[dict]:
-        """The ``n`` lanes with the most ready jobs."""
+        """The ``n`` lanes with the most ready jobs (``n`` in 1..MAX_COUNT)."""
+        check_int(n, "n (lanes)", 1, MAX_COUNT)
         names = self.names()
         pipe = self.queue.client.pipeline(transaction=False)
         for lane in names:

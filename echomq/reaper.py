@@ -19,8 +19,8 @@ import signal
 import threading
 import time
 
-from .checks import MAX_BATCH, MAX_COUNT, MAX_MS, check_int
-from .errors import Unavailable
+from .checks import MAX_BATCH, MAX_COUNT, MAX_MS, check_int, check_items
+from .errors import ArgumentError, Unavailable
 
 log = logging.getLogger("echomq.reaper")
 
@@ -31,11 +31,17 @@ class Reaper:
         check_int(interval_ms, "interval_ms", 1, MAX_MS)  # refused now, not on every pass later
         check_int(max_stalls, "max_stalls", 0, MAX_COUNT)
         check_int(limit, "limit", 1, MAX_BATCH)
-        self.queues = list(queues)
+        self.queues = list(check_items(queues, "Reaper queues"))
+        for q in self.queues:  # a name or a client is not a queue: say so now, not at the first pass
+            if not all(callable(getattr(q, m, None)) for m in ("reap", "promote", "fire_schedules")):
+                raise ArgumentError(f"Reaper takes queues (Queue or ShardedQueue), got {type(q).__name__} {q!r:.60}")
         self.interval_ms = interval_ms
         self.max_stalls = max_stalls
         self.limit = limit
-        self.tasks = list(tasks)
+        self.tasks = list(check_items(tasks, "Reaper tasks"))
+        for task in self.tasks:
+            if not callable(task):
+                raise ArgumentError(f"Reaper tasks are callables, got {type(task).__name__} {task!r:.60}")
         self._stop = threading.Event()
         self.passes = 0
         self.last_pass: float | None = None  # monotonic, each time round the loop (echomq.health)

@@ -328,19 +328,28 @@ class RoundAdmin(GuardedAdmin):
             return HttpResponseRedirect(request.path)
         sealed = rnd.kind == Round.Kind.BLIND and not rnd.revealed
         try:
-            standings, matches = leaderboard.top(rnd.pk, 100), leaderboard.live(rnd.pk) == leaderboard.from_db(rnd.pk)
+            board = leaderboard.live(rnd.pk)
+            standings, matches = leaderboard.top(rnd.pk, 100), board == leaderboard.from_db(rnd.pk)
         except echomq.UNAVAILABLE as exc:
             self.message_user(request, f"Valkey did not answer ({exc}); showing the database's standings.",
                               messages.ERROR)
-            standings, matches = leaderboard.standings_from_db(rnd.pk)[:100], None
-        names = dict(Player.objects.filter(pk__in=[s.player_id for s in standings]).values_list("pk", "user__username"))
-        rows = [(s, names.get(s.player_id, "?"), reached_after(s.offset_ms)) for s in standings]
-        if sealed:  # no order, no totals: alphabetical names only
-            rows = sorted(((None, names.get(s.player_id, "?"), None, s.player_id) for s in standings),
-                          key=lambda r: r[1])
+            board, matches = leaderboard.from_db(rnd.pk), None
+            standings = leaderboard.standings_from_db(rnd.pk)[:100]
+        on_board = len(board)
+        if sealed:
+            # No order, no totals: the first 100 players *by name* of the
+            # whole board (the top 100 by total would tell who trails).
+            rows = sorted(((None, name, None, pid) for pid, name in
+                           Player.objects.filter(pk__in=list(board)).values_list("pk", "user__username")),
+                          key=lambda r: (r[1], r[3]))[:100]
+        else:
+            names = dict(Player.objects.filter(pk__in=[s.player_id for s in standings])
+                         .values_list("pk", "user__username"))
+            rows = [(s, names.get(s.player_id, "?"), reached_after(s.offset_ms)) for s in standings]
         return TemplateResponse(request, "admin/games/round/leaderboard.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "original": rnd,
             "title": f"Leaderboard of {rnd}", "rnd": rnd, "rows": rows, "matches": matches, "sealed": sealed,
+            "on_board": on_board,
             "can_rebuild": self.has_rebuild_permission(request)})
 
 
@@ -526,6 +535,8 @@ class PlayerAdmin(ReadOnly):
                             done.append((player, wallet.grant(player, c, n, reference=reason)))
                         except wallet.WalletError as err:  # this player's row only (its own savepoint)
                             self.message_user(request, f"{player}: {err.message}", messages.ERROR)
+                    if not done:  # nothing granted: the form's token stays unused, so it may be sent again
+                        transaction.set_rollback(True)
             except IntegrityError:
                 self.message_user(request, "This grant was already applied; nothing was granted again.",
                                   messages.WARNING)

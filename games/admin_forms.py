@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 from django import forms
 from django.utils import timezone
 
 from . import engine, rounds
-from .models import Currency, LedgerEntry, Round, RoundSchedule
+from .models import MAX_ROUND_MINUTES, Currency, LedgerEntry, Round, RoundSchedule
 
 REFERENCE_LENGTH = LedgerEntry._meta.get_field("reference").max_length
 
@@ -83,6 +84,9 @@ class RoundChangeForm(forms.ModelForm):
             if ends_at <= timezone.now():
                 raise forms.ValidationError("The end must be in the future; to close the round now, use "
                                             "\"Settle now\".")
+            if ends_at > timezone.now() + timedelta(minutes=MAX_ROUND_MINUTES):
+                raise forms.ValidationError(f"At most {MAX_ROUND_MINUTES // (60 * 24)} days from now, as a new "
+                                            "round may last.")
         return ends_at
 
 

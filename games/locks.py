@@ -45,9 +45,11 @@ def set_lock(player, round_or_id, position: int, emoji: str) -> Lock:
 
 
 def remove_lock(player, round_or_id, position: int) -> bool:
+    """Unpin ``position``; only while the round is open, as ``set_lock``
+    (a closed round's locks are part of its record: its guesses used them)."""
     position = _check_position(position)
-    rid = round_or_id.pk if isinstance(round_or_id, Round) else round_or_id
-    deleted, _ = Lock.objects.filter(player_id=player.pk, round_id=rid, position=position).delete()
+    rnd = _open_round(round_or_id)
+    deleted, _ = Lock.objects.filter(player_id=player.pk, round=rnd, position=position).delete()
     return deleted > 0
 
 

@@ -381,7 +381,9 @@ class Lock(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.player_id} {self.round_id} #{self.position}={self.emoji}"
+        # Not the emoji: the admin prints this on the lock's change and history
+        # pages, and a lock's emoji is sealed until its round is revealed.
+        return f"{self.player_id} {self.round_id} #{self.position}"
 
 
 class Guess(models.Model):
@@ -453,7 +455,9 @@ class RoundEntry(models.Model):
         constraints = [models.UniqueConstraint(fields=["round", "player"], name="one_entry_per_player")]
 
     def __str__(self) -> str:
-        return f"{self.round_id} {self.player_id}: {self.attempts} attempts, best {self.best_total}"
+        # Not the best total: a blind round's totals are sealed until the reveal,
+        # and the admin prints this on the entry's change and history pages.
+        return f"{self.round_id} {self.player_id}: {self.attempts} attempts"
 
 
 class Notification(models.Model):

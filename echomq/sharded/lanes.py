@@ -3,6 +3,8 @@ each call about a lane goes to that shard's :class:`~echomq.lanes.Lanes`;
 the listings gather every shard's."""
 from __future__ import annotations
 
+from ..checks import MAX_COUNT, check_int
+
 
 class ShardedLanes:
     """The lanes API over the shards: a lane's calls go to its shard."""
@@ -35,6 +37,7 @@ class ShardedLanes:
         return [n for s in self.queue.shards for n in s.lanes.ring()]
 
     def deepest(self, n: int = 10) -> list[dict]:
+        check_int(n, "n (lanes)", 1, MAX_COUNT)  # before any shard is asked
         rows = [row for s in self.queue.shards for row in s.lanes.deepest(n)]
         return sorted(rows, key=lambda r: -r["depth"])[:n]
 

@@ -24,12 +24,18 @@ def keyspace_slots() -> int:
     return 16384
 
 
-@functools.lru_cache(maxsize=64)
 def shard_names(name: str, shards: int) -> tuple[str, ...]:
-    """The S shard queue names of ``name``, each in its own S-th of the slots."""
+    """The S shard queue names of ``name``, each in its own S-th of the slots.
+    Checked before the cache is asked: a list is unhashable (a TypeError),
+    and True or 1.0 would hit the entry of 1."""
     keyspace.check_queue(name)
     if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= MAX_SHARDS:
         raise InvalidName(f"shards must be an integer from 1 to {MAX_SHARDS}, got {shards!r}")
+    return _shard_names(name, shards)
+
+
+@functools.lru_cache(maxsize=64)
+def _shard_names(name: str, shards: int) -> tuple[str, ...]:
     out = []
     for i in range(shards):
         lo, hi = i * keyspace_slots() // shards, (i + 1) * keyspace_slots() // shards

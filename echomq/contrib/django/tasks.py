@@ -293,6 +293,8 @@ class EchoMQBackend(BaseTaskBackend):
         delay_ms = 0
         if task.run_after is not None:
             delay_ms = max(0, math.ceil((task.run_after - now).total_seconds() * 1000))
+            # Checked before the result record is written (the job's own check comes after it).
+            check_int(delay_ms, "run_after (ms from now)", 0, MAX_MS)
         job_id = ids.mint("JOB")
         record = task_payload(self, task, args_json, kwargs_json, queue.name)
         record.update(enqueued_at=_iso(now), run_after=_iso(task.run_after))
