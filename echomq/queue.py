@@ -187,11 +187,11 @@ class Queue:
     def parse_claim(self, reply) -> ClaimedJobs:
         """The jobs in a claim reply (from a Batch with :meth:`add_claim`),
         with the rate limits' waits when the reply ends with them."""
-        jobs = ClaimedJobs(
-            Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
-                reply[i + 3].decode() or None, self.name, _queue=self)
+        claimed, name = Job._claimed, self.name
+        jobs = ClaimedJobs([
+            claimed(reply[i].decode(), reply[i + 1], int(reply[i + 2]), reply[i + 3].decode() or None, name, self)
             for i in range(0, len(reply) - 3, 4)
-        )
+        ])
         if len(reply) % 4 == 1:
             jobs.queue_wait_ms, jobs.lane_wait_ms = int(reply[-1][0]), int(reply[-1][1])
         return jobs
