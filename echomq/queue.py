@@ -242,7 +242,7 @@ class Queue:
         """Add one ``complete_batch`` call for many (job_id, token) pairs."""
         args = [self.prefix]
         for job_id, attempts in check_pairs(pairs, "complete_batch"):
-            args += (job_id, attempts)
+            args += (job_id.encode(), b"%d" % attempts)  # as bytes: what redis-py would send, made cheaper
         if not 1 <= (len(args) - 1) // 2 <= MAX_BATCH:
             raise ArgumentError(f"complete_batch takes 1 to {MAX_BATCH} jobs, got {(len(args) - 1) // 2}")
         batch.add("complete_batch", (self.k_active, self.k_meta), args)
