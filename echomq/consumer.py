@@ -16,7 +16,11 @@ Read it top to bottom the way it runs:
   (the thread sleeps inside the handler: a network call, a query), since
   another thread can use the core meanwhile. A handler that only computes
   keeps one thread: with the GIL, more would take turns, not add speed
-  (see ``_grow``).
+  (see ``_grow``). MAX_THREADS is 32, not the 8 or so a handler's own
+  waits would need: when handlers talk to the Valkey that holds the queue,
+  each claim script holds that server for a millisecond or two, and their
+  calls wait behind it; with 32 threads, the replies that come back after
+  it keep the core busy through the next one.
 * When a claim comes back short (the queue had nothing more ready), the
   fetcher parks on ``BLPOP emq:{q}:wake emq:{q}:wake:<consumer id>`` for up
   to one beat. An enqueue pushes a token on the first list (and a short claim
@@ -91,8 +95,9 @@ MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is alre
 # Adaptive concurrency (concurrency=None): at most MAX_THREADS handler
 # threads; every PROBE_EVERY-th handler call counts whether it slept (a
 # voluntary context switch of its thread), and threads are added while at
-# least half the probed calls did.
-MAX_THREADS = 8
+# least half the probed calls did. Each thread that does I/O holds its own
+# connections (a database connection per thread under Django).
+MAX_THREADS = 32
 DRAIN_MAX_NEW = 1_000  # jobs admitted after a drain began that it claims at most (Consumer.drain)
 PROBE_EVERY = 8
 PROBES = 16  # probed calls a decision rests on
