@@ -87,8 +87,10 @@ CONNECTION_ERRORS = (Unavailable,)  # the core maps redis-py's errors to it (err
 
 # Adaptive prefetch: claim ahead at most PREFETCH_MAX jobs, and only as many
 # as the threads get through in WAIT_BUDGET_S by the handlers' recent mean
-# time, so a prefetched job waits about that long at most.
-PREFETCH_MAX = 128
+# time, so a prefetched job waits about that long at most. 256: with 32
+# threads on short handlers, a cycle (claims of half the window) takes a
+# few ms, and a smaller window lets the run queue run dry meanwhile.
+PREFETCH_MAX = 256
 WAIT_BUDGET_S = 0.05
 DEFAULT_BATCH = 50  # most jobs in one handler_many call
 MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is already a bug
