@@ -19,8 +19,9 @@ Read it top to bottom the way it runs:
   (see ``_grow``). MAX_THREADS is 32, not the 8 or so a handler's own
   waits would need: when handlers talk to the Valkey that holds the queue,
   each claim script holds that server for a millisecond or two, and their
-  calls wait behind it; with 32 threads, the replies that come back after
-  it keep the core busy through the next one.
+  calls wait behind it; with more threads in flight, more replies come
+  back after it to keep the core busy, and the server answers more calls
+  per wake-up (bench/README.md, ``bench.work``).
 * When a claim comes back short (the queue had nothing more ready), the
   fetcher parks on ``BLPOP emq:{q}:wake emq:{q}:wake:<consumer id>`` for up
   to one beat. An enqueue pushes a token on the first list (and a short claim
