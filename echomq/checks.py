@@ -70,6 +70,12 @@ def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
     """(job id, attempts) pairs, each checked before anything is sent."""
     out = []
     for item in check_items(pairs, what):
+        if type(item) is tuple and len(item) == 2:  # the usual (str, int): the same checks, inline
+            job_id, attempts = item
+            if (type(job_id) is str and job_id[:3] == "JOB" and type(attempts) is int
+                    and 1 <= attempts <= MAX_TOKEN and ids.is_valid(job_id)):
+                out.append(item)
+                continue
         if not isinstance(item, (tuple, list)) or len(item) != 2:
             raise ArgumentError(f"{what} takes (job_id, attempts) pairs, got {str(item)[:80]!r}")
         out.append((keyspace.check_job_id(item[0]), check_token(item[1])))

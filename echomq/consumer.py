@@ -16,7 +16,12 @@ Read it top to bottom the way it runs:
   (the thread sleeps inside the handler: a network call, a query), since
   another thread can use the core meanwhile. A handler that only computes
   keeps one thread: with the GIL, more would take turns, not add speed
-  (see ``_grow``).
+  (see ``_grow``). MAX_THREADS is 32, not the 8 or so a handler's own
+  waits would need: when handlers talk to the Valkey that holds the queue,
+  each claim script holds that server for a millisecond or two, and their
+  calls wait behind it; with more threads in flight, more replies come
+  back after it to keep the core busy, and the server answers more calls
+  per wake-up (bench/README.md, ``bench.work``).
 * When a claim comes back short (the queue had nothing more ready), the
   fetcher parks on ``BLPOP emq:{q}:wake emq:{q}:wake:<consumer id>`` for up
   to one beat. An enqueue pushes a token on the first list (and a short claim
@@ -83,16 +88,19 @@ CONNECTION_ERRORS = (Unavailable,)  # the core maps redis-py's errors to it (err
 
 # Adaptive prefetch: claim ahead at most PREFETCH_MAX jobs, and only as many
 # as the threads get through in WAIT_BUDGET_S by the handlers' recent mean
-# time, so a prefetched job waits about that long at most.
-PREFETCH_MAX = 128
+# time, so a prefetched job waits about that long at most. 256: with 32
+# threads on short handlers, a cycle (claims of half the window) takes a
+# few ms, and a smaller window lets the run queue run dry meanwhile.
+PREFETCH_MAX = 256
 WAIT_BUDGET_S = 0.05
 DEFAULT_BATCH = 50  # most jobs in one handler_many call
 MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is already a bug
 # Adaptive concurrency (concurrency=None): at most MAX_THREADS handler
 # threads; every PROBE_EVERY-th handler call counts whether it slept (a
 # voluntary context switch of its thread), and threads are added while at
-# least half the probed calls did.
-MAX_THREADS = 8
+# least half the probed calls did. Each thread that does I/O holds its own
+# connections (a database connection per thread under Django).
+MAX_THREADS = 32
 DRAIN_MAX_NEW = 1_000  # jobs admitted after a drain began that it claims at most (Consumer.drain)
 PROBE_EVERY = 8
 PROBES = 16  # probed calls a decision rests on
@@ -273,6 +281,7 @@ class Consumer:
         self.batch_window_ms = batch_window_ms
         self._last_wake = float("-inf")  # monotonic time of the fetcher's last wake-up (batch window)
         self.observer = observer or Observer()
+        self._observing = type(self.observer) is not Observer  # the base class's calls do nothing: skip them
         self.id = ids.mint("CSR")
         self.name = name or f"{queue.name}/{self.id}"
         # Where the fetcher waits when nothing is ready: a plain queue BLPOPs
@@ -546,10 +555,15 @@ class Consumer:
             return 0, 0, False
         # Completions and drops go in one complete_batch call; retries, rarer,
         # one script call each; the claim last. All in one round trip.
-        done = [out for out in acks if out.kind in ("complete", "drop")]
-        failed = [out for out in acks if out.kind == "retry"]
+        done, pairs, failed = [], [], []
         for out in acks:
-            if out.kind == "cancelled":  # the queue dropped it already
+            kind = out.kind
+            if kind == "complete" or kind == "drop":
+                done.append(out)
+                pairs.append((out.job.id, out.job.attempts))
+            elif kind == "retry":
+                failed.append(out)
+            else:  # cancelled: the queue dropped it already
                 with self._stats_lock:
                     self.stats["cancelled"] += 1
                 log.info("consumer %s: handler stopped cancelled job %s", self.name, out.job.id,
@@ -557,7 +571,7 @@ class Consumer:
         try:  # building a sharded batch may already ask Valkey where a job lives
             batch = self.queue.batch()
             if done:
-                self.queue.add_complete_batch(batch, [(o.job.id, o.job.attempts) for o in done])
+                self.queue.add_complete_batch(batch, pairs)
             for out in failed:
                 self.queue.add_retry(batch, out.job.id, out.job.attempts, delay_ms=out.delay_ms,
                                      max_attempts=out.max_attempts or self.max_attempts, error=out.error)
@@ -573,30 +587,46 @@ class Consumer:
             first = replies[0]
             answers = [first] * len(done) if isinstance(first, Exception) else self.queue.batch_answers(first)
         answers += replies[1 if done else 0: len(replies) - (1 if free > 0 else 0)]
-        with self._stats_lock:
-            for out, reply in zip(done + failed, answers):
-                self._settled(out, reply)
+        self._settle(done + failed, answers)
         if free > 0 and isinstance(replies[-1], Exception):
             raise replies[-1]
         jobs = self.queue.parse_claim(replies[-1]) if free > 0 else []
         if free > 0:
             self._waits = (getattr(jobs, "queue_wait_ms", 0), getattr(jobs, "lane_wait_ms", 0))
         with self._cond:
+            in_hand, lost, finished = self._in_hand, self._lost, self._finished
             for out in acks:
-                self._in_hand.pop(out.job.id, None)
-                self._lost.discard(out.job.id)
-                self._finished.discard(out.job.id)
+                job_id = out.job.id
+                in_hand.pop(job_id, None)
+                finished.discard(job_id)
+                if lost:
+                    lost.discard(job_id)
             for job in jobs:
-                self._in_hand[job.id] = job
+                in_hand[job.id] = job
         if jobs and self._draining:
             new = sum(1 for job in jobs if ids.minted_at_ms(job.id) >= self._drain_since_ms)
             self._drain_new_left -= new
             self.stats["drain_new"] += new
-        if jobs:
+        if jobs and self._observing:
             self.observer.claimed(self, jobs)
+        put = self._runq.put
         for job in jobs:
-            self._runq.put(job)
+            put(job)
         return len(jobs), len(acks), free > 0 and len(jobs) < free
+
+    def _settle(self, outs: list[_Outcome], replies: list) -> None:
+        """Count and report what the queue answered to each ack."""
+        with self._stats_lock:
+            completed = 0
+            for out, reply in zip(outs, replies):
+                if reply is True and out.kind == "complete":  # the common case, counted at once
+                    completed += 1
+                    if self._observing:
+                        self.observer.settled(self, out.job, "completed")
+                else:
+                    self._settled(out, reply)
+            if completed:
+                self.stats["completed"] += completed
 
     def _settled(self, out: _Outcome, reply) -> None:
         job = out.job
@@ -717,37 +747,41 @@ class Consumer:
                 return
 
     def _work(self, jobs: list[Job]) -> None:
+        n, started = len(jobs), self._started
         with self._cond:
-            self._running += len(jobs)
+            self._running += n
             start = time.monotonic()
             for job in jobs:
-                self._started[job.id] = start
+                started[job.id] = start
             self._busy += 1
             self._calls += 1
             probe = self.growing and self._calls % PROBE_EVERY == 0
         before = _thread_clock() if probe else None
-        for job in jobs:
-            self.observer.started(self, job)
-        marked = current_job.set(jobs[0].id if len(jobs) == 1 else None)
+        if self._observing:
+            for job in jobs:
+                self.observer.started(self, job)
+        marked = current_job.set(jobs[0].id if n == 1 else None)
         try:
             outs = self._handle_many(jobs) if self.handler_many else [self._handle(jobs[0])]
         finally:
             current_job.reset(marked)
         slept = before is not None and _slept(before)
-        took = (time.monotonic() - start) / len(jobs)
-        for job in jobs:
-            self.observer.handled(self, job, took)
-        with self._cond:
-            self._running -= len(jobs)
-            self._busy -= 1
+        took = (time.monotonic() - start) / n
+        if self._observing:
             for job in jobs:
-                self._started.pop(job.id, None)
+                self.observer.handled(self, job, took)
+        with self._cond:
+            self._running -= n
+            self._busy -= 1
+            finished = self._finished
+            for job in jobs:
+                started.pop(job.id, None)
+                finished.add(job.id)
             self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
             if before is not None:
                 self._probes.append(slept)
             first = not self._acks
             self._acks.extend(outs)
-            self._finished.update(job.id for job in jobs)
             parked = self._parked
             # Wake the fetcher only when it has something to do (or, once a
             # cycle, for the first ack, which a rate-limit wait listens for):
@@ -853,7 +887,7 @@ class Consumer:
                         continue  # its handler was done: the ack got there first, nothing was lost
                     self._lost.add(job.id)
                 self.stats["lost"] += 1
-                job._cancel.set()
+                job._mark_cancelled()
                 if isinstance(reply, Cancelled):
                     log.info("consumer %s: %s was cancelled; telling its handler", self.name, job.id,
                              extra={"job_id": job.id})

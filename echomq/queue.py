@@ -187,11 +187,11 @@ class Queue:
     def parse_claim(self, reply) -> ClaimedJobs:
         """The jobs in a claim reply (from a Batch with :meth:`add_claim`),
         with the rate limits' waits when the reply ends with them."""
-        jobs = ClaimedJobs(
-            Job(reply[i].decode(), reply[i + 1], int(reply[i + 2]),
-                reply[i + 3].decode() or None, self.name, _queue=self)
+        claimed, name = Job._claimed, self.name
+        jobs = ClaimedJobs([
+            claimed(reply[i].decode(), reply[i + 1], int(reply[i + 2]), reply[i + 3].decode() or None, name, self)
             for i in range(0, len(reply) - 3, 4)
-        )
+        ])
         if len(reply) % 4 == 1:
             jobs.queue_wait_ms, jobs.lane_wait_ms = int(reply[-1][0]), int(reply[-1][1])
         return jobs
@@ -242,7 +242,7 @@ class Queue:
         """Add one ``complete_batch`` call for many (job_id, token) pairs."""
         args = [self.prefix]
         for job_id, attempts in check_pairs(pairs, "complete_batch"):
-            args += (job_id, attempts)
+            args += (job_id.encode(), b"%d" % attempts)  # as bytes: what redis-py would send, made cheaper
         if not 1 <= (len(args) - 1) // 2 <= MAX_BATCH:
             raise ArgumentError(f"complete_batch takes 1 to {MAX_BATCH} jobs, got {(len(args) - 1) // 2}")
         batch.add("complete_batch", (self.k_active, self.k_meta), args)

@@ -64,7 +64,7 @@ def test_a_crashing_thread_is_logged_and_stops_the_consumer(q, part, caplog):
     if part == "worker":
         c._handle = broken
     elif part == "fetcher":
-        c._settled = broken
+        c._settle = broken
     else:
         c._beat = broken
         c.handler = lambda job: c._stopping.wait(30)  # hold a job so the heartbeat has work

@@ -93,7 +93,7 @@ def main(argv=None):
     if a.mode == "crash":
         def broken(*args):
             raise RuntimeError("a bug in the consumer's own code")
-        consumer._settled = broken
+        consumer._settle = broken  # settling the acks that just went out
     consumer.run()
     side.rpush("exited", os.getpid())
     return 0
