@@ -4,7 +4,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from .errors import Cancelled, EchoMQError
+from .checks import MAX_MS
+from .errors import ArgumentError, Cancelled, EchoMQError
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,13 @@ class Job:
 
     def wait_cancelled(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` s; True as soon as the job is cancelled (a
-        sleeping handler's interruptible sleep)."""
+        sleeping handler's interruptible sleep). ``None`` waits for as long
+        as it takes; otherwise a number of seconds from 0 (just look) to
+        MAX_MS / 1000, else ``ArgumentError``."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not 0 <= timeout <= MAX_MS / 1000):
+            raise ArgumentError(f"timeout must be None or a number of seconds in [0, {MAX_MS // 1000}], "
+                                f"got {timeout!r}")
         return self._cancel_event().wait(timeout)
 
     def _cancel_event(self) -> threading.Event:

@@ -599,6 +599,7 @@ class Queue:
     @_mapped
     def wait_for_work(self, timeout_s: float) -> bool:
         """Park on the wake list (BLPOP) for up to ``timeout_s``; True if woken."""
+        timeout_s = check_seconds(timeout_s, "timeout_s")
         return self.client.blpop([self.k_wake], timeout=timeout_s) is not None
 
     def parking(self, consumer: str) -> Parking:
