@@ -4,10 +4,7 @@ values of the wrong type or range while the others stay valid. Each call
 must either work or raise a typed EchoMQError; when it raises, every key on
 the server (type and contents) must be as it was. A check removed from any
 method shows up here as an untyped error (TypeError, KeyError, a redis
-ResponseError) or as a write before the refusal.
-
-(``wait_for_work`` is left out: its timeout check is pinned, failing until
-fixed, by test_qa_waits.py.)"""
+ResponseError) or as a write before the refusal."""
 from __future__ import annotations
 
 import inspect
@@ -28,7 +25,7 @@ GOOD = dict(attempts=1, lease_ms=1000, consumer="c1", payload=b"x", lane=LANE, d
 # Helpers for batches and parsers, and the calls that block or are not about arguments.
 LEFT_OUT = {"lanes", "batch", "batch_answers", "parse_claim", "parse_enqueue", "parse_counts", "enqueued",
             "add_claim", "add_complete", "add_complete_batch", "add_counts", "add_enqueue", "add_extend", "add_pause",
-            "add_promote", "add_reap", "add_release", "add_retry", "admit_flow", "parking", "wait", "wait_for_work",
+            "add_promote", "add_reap", "add_release", "add_retry", "admit_flow", "parking", "wait",
             "job_key", "keys", "server_time_ms", "events", "mark_hot", "has_hot", "rate_shares", "combine", "probe",
             "plan", "answered", "restart", "ready_shards", "locate", "shard_index", "shard_for", "shard_counts",
             "enqueue_flow", "complete_many", "extend_many", "enqueue_many"}
