@@ -242,11 +242,11 @@ class Consumer:
         if (handler is None) == (handler_many is None):
             raise ArgumentError("give exactly one of handler and handler_many")
         # ... and so does one that would fail every job, or the fetcher, at run time.
-        if not all(callable(getattr(queue, name, None)) for name in ("parking", "batch", "add_claim")):
+        if not all(callable(getattr(queue, method, None)) for method in ("parking", "batch", "add_claim")):
             raise ArgumentError(f"queue must be a Queue or a ShardedQueue, got {type(queue).__name__}")
-        for name, value in (("handler", handler), ("handler_many", handler_many), ("backoff", backoff)):
+        for what, value in (("handler", handler), ("handler_many", handler_many), ("backoff", backoff)):
             if value is not None and not callable(value):
-                raise ArgumentError(f"{name} must be callable, got {type(value).__name__}")
+                raise ArgumentError(f"{what} must be callable, got {type(value).__name__}")
         if observer is not None and not isinstance(observer, Observer):
             raise ArgumentError(f"observer must be an echomq.consumer.Observer, got {type(observer).__name__}")
         if batch is not None and handler_many is None:

@@ -47,3 +47,9 @@ def test_the_settings_that_work_are_still_taken(q, r):
 
     Consumer(q, ok, backoff=exponential_backoff(10, 100), observer=Observer())
     Consumer(q, handler_many=lambda jobs: [None] * len(jobs), batch=5)
+
+
+def test_the_checks_leave_the_consumers_name_alone(q):
+    """(A check's loop once reused ``name`` and renamed every consumer "backoff".)"""
+    assert Consumer(q, ok, name="scorer").name == "scorer"
+    assert Consumer(q, ok).name.startswith("t/CSR")
