@@ -1,5 +1,5 @@
 """complete_batch: many completes in one call, each fenced on its own."""
-from ..dsl import A, B, C, D, GES, L1, World, call, case, refusals
+from ..dsl import A, B, C, D, E, GES, L1, L2, World, call, case, refusals
 
 
 def batch(*pairs, **kw):
@@ -15,6 +15,13 @@ CASES = [
          World().active(A, lane=L1), batch((A, 1), (A, 1))),
     case("one-lane", "two jobs of one lane: its active count drops by two and the lane is forgotten",
          World().active(A, lane=L1).active(B, lane=L1), batch((A, 1), (B, 1))),
+    case("lanes-rering-in-order", "lanes at their limit go back on the ring in the order their jobs' completes "
+         "free them (L1 is named first but freed by its second job, after L2)",
+         World().lane(L1, limit=1).active(A, lane=L1).active(B, lane=L1).pending(C, lane=L1)
+         .lane(L2, limit=1).active(D, lane=L2).pending(E, lane=L2), batch((A, 1), (D, 1), (B, 1))),
+    case("lane-settings-kept", "two jobs of a paused lane: its active count drops by two; the lane and its "
+         "settings stay, off the ring", World().lane(L1, paused=True).active(A, lane=L1).active(B, lane=L1)
+         .pending(C, lane=L1), batch((A, 1), (B, 1))),
     case("all-stale", "only stale tokens: nothing changes, nothing is counted",
          World().active(A, token=2), batch((A, 1))),
     case("bad-id-later", "a bad id anywhere in the batch refuses the whole batch with EMQARG: nothing changes",
