@@ -11,6 +11,15 @@ Read it top to bottom the way it runs:
   fetcher sends it with its next cycle. A worker wakes the fetcher only when
   that gives it a cycle to send (room to claim, or acks with nothing left to
   run): a wake-up per job would cost a thread switch and a GIL hand-off each.
+* While the queue is busy (the last claim came back full) and the consumer
+  runs SELF_SERVE_THREADS threads or more, a worker that finds the run
+  queue empty claims for itself instead: a few jobs (SELF_CLAIM at most),
+  in one round trip with the acks waiting, and runs them on its own thread;
+  the fetcher stands by. Many short claims interleave with the handlers'
+  own calls to Valkey, where one long claim would hold the server while
+  they all wait, and no job is handed between threads (``_serve_self``).
+  A thread held up by a slow job hands the jobs it claimed behind it to
+  the run queue for a free thread (``_unblock``); a stop hands them back.
 * Concurrency adapts by default (``concurrency=None``): one thread to start
   with, and more, up to MAX_THREADS, while jobs wait and the handlers block
   (the thread sleeps inside the handler: a network call, a query), since
@@ -99,11 +108,38 @@ MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is alre
 # threads; every PROBE_EVERY-th handler call counts whether it slept (a
 # voluntary context switch of its thread), and threads are added while at
 # least half the probed calls did. Each thread that does I/O holds its own
-# connections (a database connection per thread under Django).
+# connections (a database connection per thread under Django). Every 2nd
+# call at first: 1 to 32 threads in about 160 jobs (probing stops at the
+# most); a handler that computes is probed ever less often (see _grow).
 MAX_THREADS = 32
 DRAIN_MAX_NEW = 1_000  # jobs admitted after a drain began that it claims at most (Consumer.drain)
-PROBE_EVERY = 8
+PROBE_EVERY = 2
+PROBE_EVERY_MAX = 64
 PROBES = 16  # probed calls a decision rests on
+# A worker thread that finds the run queue empty while the queue is busy
+# claims for itself (see _serve_self): at most SELF_CLAIM jobs, in one round
+# trip that also carries the acks waiting. 16: claims of 8 cost the server
+# 13% more per job than 16 (``bench.work instructions``), and longer ones
+# hold Valkey longer while the handlers' own calls wait behind them.
+SELF_CLAIM = 16
+# ... once it runs this many threads. With fewer, the time each thread
+# spends waiting on its own claims costs more than the fetcher's long claims
+# do (bench.work, one INCR per job: 8 threads 49% of the ceiling claiming
+# for themselves against 54% with the fetcher, 16 threads 56% against 52%).
+SELF_SERVE_THREADS = 16
+
+
+_NUDGE = object()  # on the run queue: not a job; wakes a waiting thread to claim for itself (_serve_self)
+
+
+class _Own:
+    """A worker thread's own jobs: claimed by it (Consumer._serve_self) and
+    not started yet, and when it started the one it runs (0: none)."""
+    __slots__ = ("jobs", "since")
+
+    def __init__(self):
+        self.jobs: collections.deque[Job] = collections.deque()
+        self.since = 0.0
 
 
 class ConsumerCrashed(EchoMQError):
@@ -274,7 +310,8 @@ class Consumer:
         self.max_concurrency = most
         self.concurrency = concurrency or 1  # threads running now
         self._busy = 0    # threads inside a handler call now
-        self._calls = 0   # handler calls so far (every PROBE_EVERY-th is probed)
+        self._calls = 0   # handler calls so far (every _probe_every-th is probed)
+        self._probe_every = PROBE_EVERY
         self._probes = collections.deque(maxlen=PROBES)  # probed calls: True if the thread slept
         self.adaptive = prefetch is None
         self.prefetch = 0 if prefetch is None else prefetch
@@ -320,6 +357,11 @@ class Consumer:
         self._drain_since_ms = 0   # a drain's start (Unix ms): jobs minted after it are new
         self._drain_new_left = 0   # new jobs the drain may still claim
         self._waits = (0, 0)  # the last claim's rate-limit waits (queue, lanes), ms
+        self._claiming = 0  # jobs asked for by claims on their way (the fetcher's and workers')
+        self._hot = False   # the last claim came back full: more jobs are ready (workers claim too)
+        self._idle = 0      # worker threads waiting on the run queue
+        self._owns: list[_Own] = []  # each worker thread's own jobs
+        self._serves_self = batch == 1 and getattr(queue, "ready_shards", None) is None  # see _self_serving
         self._stats_lock = threading.Lock()  # acks are settled by the fetcher and, while it parks, by workers
 
     # -- public -----------------------------------------------------------
@@ -401,7 +443,7 @@ class Consumer:
         failures = 0
         while not self._stopping.is_set():
             self.last_pass = time.monotonic()
-            self._wait_for_room()
+            claim = self._wait_for_room()
             if self._stopping.is_set():
                 break
             if self._draining and self._drain_new_left <= 0:
@@ -412,7 +454,7 @@ class Consumer:
             if self.growing:
                 self._grow()
             try:
-                claimed, _, short = self._cycle(claim=True)
+                claimed, _, short = self._cycle(claim=claim)
                 failures = 0
                 if not short:  # busy: what the parking keeps waiting must not take wake tokens
                     self._parking.release()
@@ -422,7 +464,7 @@ class Consumer:
                 elif short and self._draining:
                     if self._drain_settled(claimed):
                         break
-                elif short and self._park(lane_wait / 1000 if lane_wait else None) and self.batch_window_ms \
+                elif short and self._park(self._park_for(lane_wait)) and self.batch_window_ms \
                         and self._streaming():
                     # Work keeps arriving: let the jobs close behind this
                     # one arrive too, and claim them as one batch.
@@ -435,6 +477,16 @@ class Consumer:
                 log.warning("consumer %s lost Valkey (%s); retrying in %.2fs", self.name,
                             type(exc).__name__, delay)
                 self._stopping.wait(delay)
+
+    def _park_for(self, lane_wait_ms: int) -> float | None:
+        """How long the fetcher may park (None: a beat): until the first
+        cooling lane reopens, and no longer than the wait budget while a
+        worker thread holds jobs it has not started (it may be held up by a
+        slow one: see ``_unblock``)."""
+        limit = lane_wait_ms / 1000 if lane_wait_ms else None
+        if self._waiting_own():
+            limit = WAIT_BUDGET_S if limit is None else min(limit, WAIT_BUDGET_S)
+        return limit
 
     def _rate_wait(self, seconds: float) -> None:
         """A rate limit's window is full: wait until it reopens without
@@ -491,29 +543,42 @@ class Consumer:
 
     def _free(self) -> int:
         """Slots free once the finished jobs are acknowledged (same cycle)."""
-        return self.capacity - len(self._in_hand) + len(self._acks)
+        return self.capacity - len(self._in_hand) + len(self._acks) - self._claiming
 
     def _room(self) -> bool:
         """Whether the fetcher has a cycle to send (under the lock): enough
         free slots to claim into, or acks while no handler has work left
         (the threads are idle, so the acks would only wait)."""
+        if self._self_serving() and self._idle < self.concurrency:
+            return False  # the workers claim for themselves, with the acks (_serve_self)
         return self._free() >= self.refill_at or bool(self._acks and self._running == 0 and self._runq.empty())
 
-    def _wait_for_room(self) -> None:
-        """Block while there is too little room to claim and nothing urgent to ack."""
+    def _wait_for_room(self) -> bool:
+        """Block while there is too little room to claim and nothing urgent
+        to ack. True: claim; False: send the acks waiting, and only them
+        (the worker threads claim for themselves, but every one of them is
+        held up in a handler)."""
         with self._cond:
             while not self._stopping.is_set():
                 self.last_pass = time.monotonic()
                 self._adapt()
+                if self._waiting_own():
+                    self._unblock()
                 if self._room():
-                    return
+                    return True
                 if self.adaptive and self._stuck():
-                    return  # hand the waiting prefetched jobs back (in _cycle)
+                    return True  # hand the waiting prefetched jobs back (in _cycle)
                 wait = self.beat_ms / 1000
                 if self.adaptive and not self._runq.empty():
                     wait = min(wait, WAIT_BUDGET_S)  # watch for a handler that turns slow
+                if self._waiting_own():
+                    wait = min(wait, WAIT_BUDGET_S)  # watch for a thread held up with jobs behind it
+                serving = self._self_serving()
+                if serving:  # watch for acks no thread takes with its claim (all held up in handlers)
+                    wait = min(wait, WAIT_BUDGET_S)
                 if not self._cond.wait(wait) and self._acks:
-                    return  # a whole beat with acks waiting: send them now
+                    return not serving  # a whole wait with acks waiting: send them now
+        return True
 
     # -- adaptive prefetch ------------------------------------------------
     def _adapt(self) -> None:
@@ -534,10 +599,32 @@ class Consumer:
     def _stuck(self) -> bool:
         """Every thread runs a job longer than the wait budget while claimed
         jobs wait unstarted: another consumer could run those now."""
-        if self._runq.empty() or len(self._started) < self.concurrency:
+        if (self._runq.empty() and not self._waiting_own()) or len(self._started) < self.concurrency:
             return False
         now = time.monotonic()  # a batch of handler_many may take batch times the budget
         return all(now - t > WAIT_BUDGET_S * self.batch for t in self._started.values())
+
+    def _waiting_own(self) -> bool:
+        """Whether a worker thread holds jobs it claimed and has not started."""
+        return any(own.jobs for own in self._owns)
+
+    def _unblock(self) -> None:
+        """(Under the lock.) A thread held up by a job running longer than
+        the wait budget hands the jobs it claimed for itself to the run
+        queue, where a thread that is free takes them. While no thread is
+        free they stay (and, with adaptive prefetch, go back to the queue
+        with the rest, see ``_stuck``)."""
+        if self._busy >= self.concurrency:
+            return
+        now = time.monotonic()
+        for own in self._owns:
+            if own.jobs and own.since and now - own.since > WAIT_BUDGET_S:
+                while True:
+                    try:
+                        self._runq.put(own.jobs.popleft())
+                    except IndexError:
+                        break
+                self.stats["unblocked"] += 1
 
     def _shed(self) -> None:
         """Hand back the prefetched jobs that wait behind slow handlers."""
@@ -551,16 +638,34 @@ class Consumer:
             self._release(waiting)
             self.stats["shed"] += len(waiting)
 
-    def _cycle(self, *, claim: bool) -> tuple[int, int, bool]:
-        """One round trip: settle finished jobs and claim into free slots.
-        Answers (jobs claimed, acks sent, short): short when a claim got
-        fewer jobs than it asked for, so nothing more is ready now."""
+    def _cycle(self, *, claim: bool, most: int = MAX_BATCH, run: bool = True, own: bool = False) -> tuple:
+        """One round trip: settle finished jobs and claim into free slots
+        (``most`` at most). Answers (jobs claimed, acks sent, short): short
+        when a claim got fewer jobs than it asked for, so nothing more is
+        ready now. The fetcher and workers may run cycles at once: the slots
+        a claim asks for are reserved until its jobs are in hand. With
+        ``run=False`` the jobs claimed are answered, not put on the run
+        queue: (jobs, acks sent, short)."""
         with self._cond:
-            free = self._free() if claim else 0
-            acks = list(self._acks)
-            self._acks.clear()
+            free = (most if own else min(self._free(), most)) if claim else 0
+            acks, take = [], self._acks.popleft  # one by one: a worker appends without the lock (_run_own)
+            try:
+                while True:
+                    acks.append(take())
+            except IndexError:
+                pass
+            reserved = free if free > 0 and not own else 0  # a worker's own claim is bounded by its size
+            self._claiming += reserved
         if not acks and free <= 0:
             return 0, 0, False
+        try:
+            return self._round_trip(acks, free, run)
+        finally:
+            if reserved:
+                with self._cond:
+                    self._claiming -= reserved
+
+    def _round_trip(self, acks: list[_Outcome], free: int, run: bool) -> tuple:
         # Completions and drops go in one complete_batch call; retries, rarer,
         # one script call each; the claim last. All in one round trip.
         done, pairs, failed = [], [], []
@@ -601,6 +706,7 @@ class Consumer:
         jobs = self.queue.parse_claim(replies[-1]) if free > 0 else []
         if free > 0:
             self._waits = (getattr(jobs, "queue_wait_ms", 0), getattr(jobs, "lane_wait_ms", 0))
+            self._hot = len(jobs) >= free and not self._waits[0] and not self._draining
         with self._cond:
             in_hand, lost, finished = self._in_hand, self._lost, self._finished
             for out in acks:
@@ -617,10 +723,13 @@ class Consumer:
             self.stats["drain_new"] += new
         if jobs and self._observing:
             self.observer.claimed(self, jobs)
+        short = free > 0 and len(jobs) < free
+        if not run:
+            return jobs, len(acks), short
         put = self._runq.put
         for job in jobs:
             put(job)
-        return len(jobs), len(acks), free > 0 and len(jobs) < free
+        return len(jobs), len(acks), short
 
     def _settle(self, outs: list[_Outcome], replies: list) -> None:
         """Count and report what the queue answered to each ack."""
@@ -709,17 +818,27 @@ class Consumer:
         self._threads.append(t)
 
     def _grow(self) -> None:
-        """Adaptive concurrency (the fetcher, between cycles): double the
-        threads, up to max_concurrency, when every thread is busy, jobs wait
-        in the run queue, and at least half the recent probed handler calls
-        slept (their thread blocked on I/O or a lock, leaving the core to
-        others). Threads are never retired: an idle one waits on the run
-        queue and costs nothing."""
+        """Adaptive concurrency (the fetcher between cycles, a thread after a
+        probed call or before claiming for itself): double the threads, up
+        to max_concurrency, when no thread waits for work, jobs wait (in
+        the run queue, or ready in the queue: the last claim was full),
+        and at least half the recent probed handler calls slept (their
+        thread blocked on I/O or a lock, leaving the core to others). When
+        fewer than half did, the handlers compute: the calls are probed
+        half as often from then on, down to one in PROBE_EVERY_MAX.
+        Threads are never retired: an idle one waits on the run queue and
+        costs nothing."""
         with self._cond:
             probes = self._probes
-            if (len(probes) < PROBES or self._busy < self.concurrency or self._runq.empty()
-                    or 2 * sum(probes) < len(probes)):
+            if len(probes) < PROBES or self._stopping.is_set():
                 return
+            if 2 * sum(probes) < len(probes):  # the handlers compute: probe less and less often
+                self._probe_every = min(PROBE_EVERY_MAX, 2 * self._probe_every)
+                probes.clear()
+                return
+            if self._idle or (self._runq.empty() and not self._hot):
+                return  # a thread waits for work, or no job waits for a thread
+            self._probe_every = PROBE_EVERY
             add = min(self.concurrency, self.max_concurrency - self.concurrency)
             self.concurrency += add
             self.capacity = self.concurrency * self.batch + self.prefetch
@@ -733,26 +852,122 @@ class Consumer:
 
     def _work_loop(self) -> None:
         current_queue.set(self.queue.name)  # this thread's own context, for its log lines
+        runq, own = self._runq, _Own()
+        with self._cond:
+            self._owns.append(own)
         stop = False
         while not stop:
-            job = self._runq.get()
+            try:
+                job = runq.get_nowait()
+            except _queue.Empty:
+                try:
+                    if self._serve_self(own):
+                        self._run_own(own)
+                        continue
+                except BaseException as exc:
+                    self._crash("worker", exc)
+                    return
+                with self._cond:
+                    self._idle += 1
+                    if self._idle >= self.concurrency:
+                        self._cond.notify_all()  # no thread claims for itself now: the fetcher does (_room)
+                job = runq.get()
+                with self._cond:
+                    self._idle -= 1
+            if job is _NUDGE:
+                continue
             if job is None:
                 return
             jobs = [job]
             while len(jobs) < self.batch:  # with handler_many: whatever else is waiting
                 try:
-                    job = self._runq.get_nowait()
+                    job = runq.get_nowait()
                 except _queue.Empty:
                     break
                 if job is None:  # this thread's stop sentinel: finish the batch, then stop
                     stop = True
                     break
-                jobs.append(job)
+                if job is not _NUDGE:
+                    jobs.append(job)
             try:
                 self._work(jobs)
             except BaseException as exc:
                 self._crash("worker", exc)  # the jobs stay leased: reaped after their lease
                 return
+
+    def _run_own(self, own: _Own) -> None:
+        """Run, one by one on this thread, the jobs it claimed for itself
+        (``_serve_self``), as ``_work`` runs one, with the shared
+        bookkeeping done once for them all (this loop is the consumer's
+        per-job cost when it is busy, so it does no more than it must). A
+        job still in ``own.jobs`` may be taken meanwhile: by the fetcher
+        for another thread when this one is held up by a slow job
+        (``_unblock``), or handed back on a stop."""
+        handler, started, observing, pending = self.handler, self._started, self._observing, own.jobs
+        stopping, monotonic, outcome, set_job, reset_job = (self._stopping.is_set, time.monotonic, _Outcome,
+                                                          current_job.set, current_job.reset)
+        # Each outcome goes on the ack list as its job ends, without the lock
+        # (a deque's append and a set's add are atomic): the next claim of
+        # any thread sends it, even while this thread is held up by a slow job.
+        finished, ack = self._finished.add, self._acks.append
+        with self._cond:
+            self._running += 1
+            self._busy += 1
+        done = 0
+        first = start = monotonic()  # a job starts when the one before it ends
+        try:
+            while not stopping():
+                try:
+                    job = pending.popleft()
+                except IndexError:
+                    break
+                before = None
+                if self.growing:
+                    self._calls += 1
+                    if self._calls % self._probe_every == 0:
+                        before = _thread_clock()
+                if observing:
+                    self.observer.started(self, job)
+                own.since = started[job.id] = start
+                marked = set_job(job.id)
+                try:
+                    handler(job)
+                except BaseException as exc:
+                    out = self._failed(job, exc)
+                else:
+                    out = outcome(job, "complete")
+                finally:
+                    reset_job(marked)
+                finished(job.id)  # before its ack is seen: a cycle that settles the ack discards it here
+                ack(out)
+                done += 1
+                if self._parked:  # nothing else was ready: send it now, as _work does
+                    self._send_acks()
+                end = monotonic()
+                del started[job.id]
+                if before is not None:
+                    self._probes.append(_slept(before))
+                if observing:
+                    self.observer.handled(self, job, end - start)
+                start = end
+        finally:
+            own.since = 0.0
+            rest = []
+            while pending and self._stopping.is_set():  # claimed as the stop came: hand them back
+                try:
+                    rest.append(pending.popleft())
+                except IndexError:
+                    break
+            if rest:
+                self._release(rest)
+            with self._cond:
+                self._running -= 1
+                self._busy -= 1
+                if done:  # the mean as if each of the jobs had been added on its own
+                    took, keep = (start - first) / done, 0.8 ** done
+                    self._mean_s = took if self._mean_s is None else keep * self._mean_s + (1 - keep) * took
+                if self._room() or self._stopping.is_set():
+                    self._cond.notify_all()
 
     def _work(self, jobs: list[Job]) -> None:
         n, started = len(jobs), self._started
@@ -763,7 +978,7 @@ class Consumer:
                 started[job.id] = start
             self._busy += 1
             self._calls += 1
-            probe = self.growing and self._calls % PROBE_EVERY == 0
+            probe = self.growing and self._calls % self._probe_every == 0
         before = _thread_clock() if probe else None
         if self._observing:
             for job in jobs:
@@ -794,10 +1009,70 @@ class Consumer:
             # Wake the fetcher only when it has something to do (or, once a
             # cycle, for the first ack, which a rate-limit wait listens for):
             # waking it for every job costs a thread switch and a GIL hand-off each.
-            if first or self._room() or self._stopping.is_set():
+            if (first and not self._hot) or self._room() or self._stopping.is_set():
                 self._cond.notify_all()
+        if before is not None and len(self._probes) >= PROBES:
+            self._grow()  # as soon as the probes allow (the fetcher may wait a whole cycle)
         if parked:
             self._send_acks()
+
+    def _self_serving(self) -> bool:
+        """Whether worker threads claim for themselves now (``_serve_self``):
+        the last claim came back full, the handler takes one job, the
+        queue is a plain one, the consumer is not draining, and it runs
+        SELF_SERVE_THREADS threads or more (with fewer, the fetcher's
+        claims, made while the threads run, are faster; a handler that
+        only computes keeps one thread). A sharded consumer's fetcher claims from one
+        shard while it answers full, so that its acks and its claim share
+        a shard; claims from every thread would split the acks over the
+        shards (0.14 script calls per job on the 3+3 cluster against 0.06,
+        ``test_cluster_pipeline``)."""
+        return self._hot and self._serves_self and not self._draining and self.concurrency >= SELF_SERVE_THREADS
+
+    def _serve_self(self, own: _Own) -> bool:
+        """The run queue is empty: while the queue is busy (the last claim
+        came back full), claim a few jobs from this thread into
+        ``own.jobs``, with the acks waiting, to run them here rather than
+        wait for the fetcher's next cycle. As many as this thread gets
+        through in WAIT_BUDGET_S at the handlers' recent mean time
+        (SELF_CLAIM at most; with a fixed prefetch, one plus this thread's
+        share of it). True when it claimed any.
+
+        Why: with the fetcher alone, each of its claims is a long script
+        (a hundred jobs or more) that holds Valkey while every handler's
+        own call to Valkey waits behind it, and each job is handed from
+        the fetcher's thread to a worker's. Small claims from each thread
+        that is free interleave with the handlers' calls, and the claiming
+        thread runs its jobs itself (bench/README.md, ``bench.work``).
+        See ``_self_serving`` for when."""
+        # Read without the lock: a stale answer costs one claim that comes back
+        # short (the fetcher then takes over) or one wait on the run queue.
+        if not self._self_serving() or self._parked or self._stopping.is_set():
+            return False
+        mean = self._mean_s or WAIT_BUDGET_S
+        if self.adaptive:
+            most = max(1, min(SELF_CLAIM, int(WAIT_BUDGET_S / max(mean, 1e-6))))
+            ahead = self.concurrency * (most - 1)  # the most its threads claim ahead of their jobs
+            if ahead > self.stats["prefetch_peak"]:
+                self.stats["prefetch_peak"] = ahead
+        else:
+            most = max(1, min(SELF_CLAIM, 1 + self.prefetch // self.concurrency))
+        if self.growing:
+            self._grow()
+        try:
+            jobs, _, _ = self._cycle(claim=True, most=most, run=False, own=True)
+        except CONNECTION_ERRORS:
+            with self._cond:
+                self._hot = False  # the fetcher reconnects; the acks were put back
+                self._cond.notify_all()
+            return False
+        own.jobs.extend(jobs)
+        if not jobs or not self._hot:
+            with self._cond:
+                self._cond.notify_all()  # nothing more ready: the fetcher takes over (and parks)
+        elif self._idle and self._runq.empty():
+            self._runq.put(_NUDGE)  # more is ready: a waiting thread claims too, and so on
+        return bool(jobs)
 
     def _send_acks(self) -> None:
         """The fetcher is parked (nothing was ready at its last claim): send
@@ -845,20 +1120,25 @@ class Consumer:
     def _handle(self, job: Job, handler=None) -> _Outcome:
         try:
             (handler or self.handler)(job)
-        except Drop as exc:
+        except BaseException as exc:
+            return self._failed(job, exc)
+        return _Outcome(job, "complete")
+
+    def _failed(self, job: Job, exc: BaseException) -> _Outcome:
+        """The outcome of a handler that raised ``exc`` (any BaseException:
+        a handler's SystemExit must not end the thread silently). The
+        handler's failure is data, not our crash."""
+        if isinstance(exc, Drop):
             return _Outcome(job, "drop", error=_safe_text(exc))
-        except Retry as exc:
+        if isinstance(exc, Retry):
             return _Outcome(job, "retry", self._delay(job, exc.delay_ms), _safe_text(exc),
                             _valid_attempts(exc.max_attempts))
-        except Cancelled as exc:
+        if isinstance(exc, Cancelled):
             if job.cancelled:  # cancelled, or the lease was lost: the result would be refused
                 return _Outcome(job, "cancelled", error=_safe_text(exc))
             return _Outcome(job, "retry", self._delay(job), _safe_text(exc))
-        except BaseException as exc:  # the handler's failure is data, not our crash
-            # (BaseException too: a handler's SystemExit would end the thread silently)
-            tb = "".join(traceback.format_tb(exc.__traceback__, limit=8))
-            return _Outcome(job, "retry", self._delay(job), f"{_safe_text(exc)}\n{tb}")
-        return _Outcome(job, "complete")
+        tb = "".join(traceback.format_tb(exc.__traceback__, limit=8))
+        return _Outcome(job, "retry", self._delay(job), f"{_safe_text(exc)}\n{tb}")
 
     # -- heartbeat --------------------------------------------------------
     def _heartbeat_loop(self) -> None:
@@ -912,6 +1192,12 @@ class Consumer:
             self._runq.put(None)
         if unstarted:
             self._release(unstarted)
+        try:  # the acks waiting now, before the grace for the jobs still running
+            self._cycle(claim=False)
+        except CONNECTION_ERRORS:
+            pass  # sent again below
+        except Exception as exc:
+            self._crash("fetcher (acks at the stop)", exc)
         deadline = time.monotonic() + self.grace_ms / 1000
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -936,8 +1222,14 @@ class Consumer:
                 job = self._runq.get_nowait()
             except _queue.Empty:
                 break
-            if job is not None:
+            if job is not None and job is not _NUDGE:
                 unstarted.append(job)
+        for own in self._owns:
+            while True:
+                try:
+                    unstarted.append(own.jobs.popleft())
+                except IndexError:
+                    break
         return unstarted
 
     def _release(self, jobs: list[Job]) -> None:
