@@ -19,6 +19,26 @@ MAX_TOKEN, MAX_TEXT = LIMITS["MAX_TOKEN"], LIMITS["MAX_TEXT"]
 MAX_PROGRESS = LIMITS["MAX_PROGRESS"]
 
 
+# Valkey and Redis refuse a bulk argument longer than this (proto-max-bulk-len,
+# 512 MB by default) by closing the connection: a larger payload is refused
+# here, before anything is sent, rather than dropping the connection mid-batch.
+MAX_PAYLOAD_BYTES = 512 * 1024 * 1024
+
+
+def check_payload(payload, what: str = "payload") -> bytes:
+    """A job's payload as bytes (str is UTF-8 encoded): bytes-like and at
+    most MAX_PAYLOAD_BYTES long, else ArgumentError."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise ArgumentError(f"{what} must be bytes or str, not {type(payload).__name__}")
+    size = payload.nbytes if isinstance(payload, memoryview) else len(payload)
+    if size > MAX_PAYLOAD_BYTES:
+        raise ArgumentError(f"{what} is {size:,} bytes; the server takes at most {MAX_PAYLOAD_BYTES:,} "
+                            f"(put large data elsewhere and enqueue a reference)")
+    return bytes(payload)
+
+
 def check_int(value, what: str, lo: int, hi: int) -> int:
     """An int (not a bool, float, str, NaN or inf) in [lo, hi], else ArgumentError."""
     if not isinstance(value, int) or isinstance(value, bool):

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from . import ids, keyspace
+from .checks import check_payload
 from .errors import ArgumentError
 
 POLICIES = ("fail", "ignore")
@@ -63,13 +64,10 @@ def _item(item, what: str) -> tuple[str, bytes, str]:
         payload, job_id, lane = item["payload"], item.get("job_id"), item.get("lane")
     else:
         payload = item
-    if isinstance(payload, str):
-        payload = payload.encode()
-    if not isinstance(payload, (bytes, bytearray, memoryview)):
-        raise ArgumentError(f"a flow's {what} payload must be bytes or str, not {type(payload).__name__}")
+    payload = check_payload(payload, f"a flow's {what} payload")
     job_id = ids.mint("JOB") if job_id is None else keyspace.check_job_id(job_id)
     lane = "" if lane is None else keyspace.check_lane(lane)
-    return job_id, bytes(payload), lane
+    return job_id, payload, lane
 
 
 def flow_call(prefix: str, parent, children, on_child_failure: str, max_children: int):

@@ -19,7 +19,7 @@ from . import flows as _flows
 from . import ids, keyspace
 from . import schedules as _schedules
 from .checks import (MAX_BATCH, MAX_COUNT, MAX_MS, MAX_PROGRESS, MAX_TEXT, MAX_TOKEN, check_claim, check_int,
-                     check_items, check_json, check_pairs, check_seconds,
+                     check_items, check_json, check_pairs, check_payload, check_seconds,
                      enqueue_items)  # the limits and checks are also importable from here
 from .checks import check_token as _token
 from .errors import ArgumentError, Cancelled, EchoMQError, StaleToken, translated
@@ -96,16 +96,13 @@ class Queue:
     # -- admission --------------------------------------------------------
     def _enqueue_call(self, payload, job_id, lane, delay_ms, priority=None, unique_key=None,
                       unique_ttl_ms=None):
-        if isinstance(payload, str):
-            payload = payload.encode()
-        if not isinstance(payload, (bytes, bytearray, memoryview)):
-            raise ArgumentError(f"payload must be bytes or str, not {type(payload).__name__}")
+        payload = check_payload(payload)
         job_id = ids.mint("JOB") if job_id is None else job_id
         jk = self.job_key(job_id)  # validates shape and the JOB brand
         lane = "" if lane is None else keyspace.check_lane(lane)
         delay = 0 if delay_ms is None else check_int(delay_ms, "delay_ms", 0, MAX_MS)
         keys = (jk, self.k_pending, self.k_schedule)
-        args = (self.prefix, job_id, bytes(payload), lane, delay)
+        args = (self.prefix, job_id, payload, lane, delay)
         if priority is None and unique_key is None and unique_ttl_ms is None:
             return job_id, keys, args  # the contract's five arguments
         priority = 0 if priority is None else check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)

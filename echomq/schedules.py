@@ -35,7 +35,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import ids, keyspace
-from .checks import check_int
+from .checks import check_int, check_payload
 from .errors import ArgumentError, InvalidName, translated
 from .scripts import LIMITS
 
@@ -174,16 +174,13 @@ def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | N
     Every argument is checked first (ArgumentError, nothing stored)."""
     name = check_name(name)
     g = grid(cron, every_ms, tz)
-    if isinstance(payload, str):
-        payload = payload.encode()
-    if not isinstance(payload, (bytes, bytearray, memoryview)):
-        raise ArgumentError(f"payload must be bytes or str, not {type(payload).__name__}")
+    payload = check_payload(payload)
     lane = "" if lane is None else keyspace.check_lane(lane)
     check_int(catch_up, "catch_up", 0, MAX_CATCH_UP)
     check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
     first = g.first_after(queue.server_time_ms())
     kind = "every" if isinstance(g, Every) else "cron"
-    args = (queue.prefix, name, kind, g.spec, tz, bytes(payload), lane, priority, catch_up, first)
+    args = (queue.prefix, name, kind, g.spec, tz, payload, lane, priority, catch_up, first)
     return _STATUS[queue._run("schedule_set", keys(queue, name), args)]
 
 
