@@ -134,7 +134,8 @@ _NUDGE = object()  # on the run queue: not a job; wakes a waiting thread to clai
 
 class _Own:
     """A worker thread's own jobs: claimed by it (Consumer._serve_self) and
-    not started yet, and when it started the one it runs (0: none)."""
+    not started yet, and when it started the one it runs or ran last in
+    this batch (0: between batches)."""
     __slots__ = ("jobs", "since")
 
     def __init__(self):
@@ -361,7 +362,8 @@ class Consumer:
         self._hot = False   # the last claim came back full: more jobs are ready (workers claim too)
         self._idle = 0      # worker threads waiting on the run queue
         self._owns: list[_Own] = []  # each worker thread's own jobs
-        self._serves_self = batch == 1 and getattr(queue, "ready_shards", None) is None  # see _self_serving
+        self._closing = False  # _shutdown began: no more threads, and a thread with nothing to run ends
+        self._serves_self = handler_many is None and getattr(queue, "ready_shards", None) is None  # _self_serving
         self._stats_lock = threading.Lock()  # acks are settled by the fetcher and, while it parks, by workers
 
     # -- public -----------------------------------------------------------
@@ -384,6 +386,7 @@ class Consumer:
         log.info("consumer %s started: queue=%s concurrency=%s prefetch=%s lease_ms=%d",
                  self.name, self.queue.name, f"auto (1-{self.max_concurrency})" if self.growing else self.concurrency,
                  "auto" if self.adaptive else self.prefetch, self.lease_ms)
+        self._closing = False  # a consumer may drain() again after a drain
         self._start_threads()
         try:
             self._fetch_loop()
@@ -576,6 +579,12 @@ class Consumer:
                 serving = self._self_serving()
                 if serving:  # watch for acks no thread takes with its claim (all held up in handlers)
                     wait = min(wait, WAIT_BUDGET_S)
+                    if self._idle and self._runq.empty():
+                        # A thread waits while the last claim was full (a race
+                        # can leave it so, and the thread that made that claim
+                        # may be held up in a handler): it claims, and either
+                        # finds work or clears _hot so the fetcher takes over.
+                        self._runq.put(_NUDGE)
                 if not self._cond.wait(wait) and self._acks:
                     return not serving  # a whole wait with acks waiting: send them now
         return True
@@ -602,7 +611,8 @@ class Consumer:
         if (self._runq.empty() and not self._waiting_own()) or len(self._started) < self.concurrency:
             return False
         now = time.monotonic()  # a batch of handler_many may take batch times the budget
-        return all(now - t > WAIT_BUDGET_S * self.batch for t in self._started.values())
+        # a copy (made in one step, under the GIL): _run_own adds and removes entries without the lock
+        return all(now - t > WAIT_BUDGET_S * self.batch for t in list(self._started.values()))
 
     def _waiting_own(self) -> bool:
         """Whether a worker thread holds jobs it claimed and has not started."""
@@ -792,9 +802,12 @@ class Consumer:
         waiting, the stop or the timeout."""
         beat = self.beat_ms / 1000 if timeout_s is None else min(self.beat_ms / 1000, max(timeout_s, 0.001))
         with self._cond:
-            if self._acks or self._stopping.is_set():
-                return False
+            # parked first, then the acks: a worker appends its ack without the
+            # lock and then reads _parked, so one of the two sees the other
             self._parked = True
+            if self._acks or self._stopping.is_set():
+                self._parked = False
+                return False
         try:
             with translated():
                 # a sharded queue answers the shards woken (all of them after
@@ -814,8 +827,9 @@ class Consumer:
 
     def _start_worker(self) -> None:
         t = threading.Thread(target=self._work_loop, name=f"{self.name}-worker-{len(self._threads)}", daemon=True)
+        with self._cond:
+            self._threads.append(t)  # before it starts: _shutdown joins every thread it can see
         t.start()
-        self._threads.append(t)
 
     def _grow(self) -> None:
         """Adaptive concurrency (the fetcher between cycles, a thread after a
@@ -830,7 +844,7 @@ class Consumer:
         costs nothing."""
         with self._cond:
             probes = self._probes
-            if len(probes) < PROBES or self._stopping.is_set():
+            if len(probes) < PROBES or self._stopping.is_set() or self._closing:
                 return
             if 2 * sum(probes) < len(probes):  # the handlers compute: probe less and less often
                 self._probe_every = min(PROBE_EVERY_MAX, 2 * self._probe_every)
@@ -868,6 +882,8 @@ class Consumer:
                     self._crash("worker", exc)
                     return
                 with self._cond:
+                    if self._closing:
+                        return  # started as the consumer shut down (a late _grow): nothing will come
                     self._idle += 1
                     if self._idle >= self.concurrency:
                         self._cond.notify_all()  # no thread claims for itself now: the fetcher does (_room)
@@ -1018,8 +1034,8 @@ class Consumer:
 
     def _self_serving(self) -> bool:
         """Whether worker threads claim for themselves now (``_serve_self``):
-        the last claim came back full, the handler takes one job, the
-        queue is a plain one, the consumer is not draining, and it runs
+        the last claim came back full, the handler takes one job (no
+        handler_many, even with batch=1), the queue is a plain one, the consumer is not draining, and it runs
         SELF_SERVE_THREADS threads or more (with fewer, the fetcher's
         claims, made while the threads run, are faster; a handler that
         only computes keeps one thread). A sharded consumer's fetcher claims from one
@@ -1187,8 +1203,11 @@ class Consumer:
     def _shutdown(self) -> int:
         """Hand back unstarted jobs, let running ones finish within the grace
         period, send the last acks. Answers how many jobs were left leased."""
+        with self._cond:
+            self._closing = True
+            threads = list(self._threads)
         unstarted = self._take_unstarted()
-        for _ in self._threads:
+        for _ in threads:
             self._runq.put(None)
         if unstarted:
             self._release(unstarted)
@@ -1199,7 +1218,7 @@ class Consumer:
         except Exception as exc:
             self._crash("fetcher (acks at the stop)", exc)
         deadline = time.monotonic() + self.grace_ms / 1000
-        for t in self._threads:
+        for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         for attempt in range(3):
             try:
