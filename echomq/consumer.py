@@ -114,7 +114,7 @@ MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is alre
 MAX_THREADS = 32
 DRAIN_MAX_NEW = 1_000  # jobs admitted after a drain began that it claims at most (Consumer.drain)
 PROBE_EVERY = 2
-PROBE_EVERY_MAX = 64
+PROBE_EVERY_MAX = 16
 PROBES = 16  # probed calls a decision rests on
 # A worker thread that finds the run queue empty while the queue is busy
 # claims for itself (see _serve_self): at most SELF_CLAIM jobs, in one round
@@ -839,7 +839,9 @@ class Consumer:
         and at least half the recent probed handler calls slept (their
         thread blocked on I/O or a lock, leaving the core to others). When
         fewer than half did, the handlers compute: the calls are probed
-        half as often from then on, down to one in PROBE_EVERY_MAX.
+        half as often from then on, down to one in PROBE_EVERY_MAX (the
+        window of the last PROBES probes rolls on, so handlers that start
+        to block still tip it).
         Threads are never retired: an idle one waits on the run queue and
         costs nothing."""
         with self._cond:
@@ -848,8 +850,7 @@ class Consumer:
                 return
             if 2 * sum(probes) < len(probes):  # the handlers compute: probe less and less often
                 self._probe_every = min(PROBE_EVERY_MAX, 2 * self._probe_every)
-                probes.clear()
-                return
+                return  # the window rolls on: each new probe may tip it
             if self._idle or (self._runq.empty() and not self._hot):
                 return  # a thread waits for work, or no job waits for a thread
             self._probe_every = PROBE_EVERY
