@@ -129,6 +129,18 @@ SELF_CLAIM = 16
 SELF_SERVE_THREADS = 16
 
 
+def _take_all(items: collections.deque) -> list:
+    """Everything in ``items``, taken one popleft at a time: each is atomic,
+    so a thread appending or taking at the same moment loses nothing and
+    gets nothing twice (the deques a worker fills without the lock)."""
+    taken = []
+    try:
+        while True:
+            taken.append(items.popleft())
+    except IndexError:
+        return taken
+
+
 _NUDGE = object()  # on the run queue: not a job; wakes a waiting thread to claim for itself (_serve_self)
 
 
@@ -358,7 +370,6 @@ class Consumer:
         self._drain_since_ms = 0   # a drain's start (Unix ms): jobs minted after it are new
         self._drain_new_left = 0   # new jobs the drain may still claim
         self._waits = (0, 0)  # the last claim's rate-limit waits (queue, lanes), ms
-        self._claiming = 0  # jobs asked for by claims on their way (the fetcher's and workers')
         self._hot = False   # the last claim came back full: more jobs are ready (workers claim too)
         self._idle = 0      # worker threads waiting on the run queue
         self._owns: list[_Own] = []  # each worker thread's own jobs
@@ -546,7 +557,7 @@ class Consumer:
 
     def _free(self) -> int:
         """Slots free once the finished jobs are acknowledged (same cycle)."""
-        return self.capacity - len(self._in_hand) + len(self._acks) - self._claiming
+        return self.capacity - len(self._in_hand) + len(self._acks)
 
     def _room(self) -> bool:
         """Whether the fetcher has a cycle to send (under the lock): enough
@@ -629,11 +640,8 @@ class Consumer:
         now = time.monotonic()
         for own in self._owns:
             if own.jobs and own.since and now - own.since > WAIT_BUDGET_S:
-                while True:
-                    try:
-                        self._runq.put(own.jobs.popleft())
-                    except IndexError:
-                        break
+                for job in _take_all(own.jobs):
+                    self._runq.put(job)
                 self.stats["unblocked"] += 1
 
     def _shed(self) -> None:
@@ -652,30 +660,16 @@ class Consumer:
         """One round trip: settle finished jobs and claim into free slots
         (``most`` at most). Answers (jobs claimed, acks sent, short): short
         when a claim got fewer jobs than it asked for, so nothing more is
-        ready now. The fetcher and workers may run cycles at once: the slots
-        a claim asks for are reserved until its jobs are in hand. With
+        ready now. The fetcher and workers may run cycles at once (the
+        fetcher claims only while the workers do not, see ``_room``). With
         ``run=False`` the jobs claimed are answered, not put on the run
         queue: (jobs, acks sent, short)."""
         with self._cond:
+            # a worker's own claim is bounded by its size, not by the free slots
             free = (most if own else min(self._free(), most)) if claim else 0
-            acks, take = [], self._acks.popleft  # one by one: a worker appends without the lock (_run_own)
-            try:
-                while True:
-                    acks.append(take())
-            except IndexError:
-                pass
-            reserved = free if free > 0 and not own else 0  # a worker's own claim is bounded by its size
-            self._claiming += reserved
+            acks = _take_all(self._acks)  # a worker appends without the lock (_run_own)
         if not acks and free <= 0:
             return 0, 0, False
-        try:
-            return self._round_trip(acks, free, run)
-        finally:
-            if reserved:
-                with self._cond:
-                    self._claiming -= reserved
-
-    def _round_trip(self, acks: list[_Outcome], free: int, run: bool) -> tuple:
         # Completions and drops go in one complete_batch call; retries, rarer,
         # one script call each; the claim last. All in one round trip.
         done, pairs, failed = [], [], []
@@ -969,12 +963,7 @@ class Consumer:
                 start = end
         finally:
             own.since = 0.0
-            rest = []
-            while pending and self._stopping.is_set():  # claimed as the stop came: hand them back
-                try:
-                    rest.append(pending.popleft())
-                except IndexError:
-                    break
+            rest = _take_all(pending) if self._stopping.is_set() else []  # claimed as the stop came
             if rest:
                 self._release(rest)
             with self._cond:
@@ -1245,11 +1234,7 @@ class Consumer:
             if job is not None and job is not _NUDGE:
                 unstarted.append(job)
         for own in self._owns:
-            while True:
-                try:
-                    unstarted.append(own.jobs.popleft())
-                except IndexError:
-                    break
+            unstarted += _take_all(own.jobs)
         return unstarted
 
     def _release(self, jobs: list[Job]) -> None:
