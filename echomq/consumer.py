@@ -39,6 +39,11 @@ Read it top to bottom the way it runs:
   round trip (it rings the fetcher's doorbell only when Valkey is
   unreachable), so an idle consumer costs one blocked call per beat, a
   finished job is acknowledged at once, and the fetcher stays parked.
+  When a worker thread waits for work (and the handler takes one job), the
+  fetcher hands that park to it instead: the worker parks, and on a wake
+  claims and starts the first job itself, so the job that ends a quiet
+  spell is not handed from the fetcher's thread to a worker's, one thread
+  wake-up fewer before its handler starts (``_park_or_hand_over``).
 * ``batch_window_ms`` (handler_many only): when a wake token ends a park
   within two windows of the previous wake-up (jobs are streaming in), the
   fetcher waits that long before it claims, so jobs arriving close together
@@ -127,6 +132,14 @@ SELF_CLAIM = 16
 # do (bench.work, one INCR per job: 8 threads 49% of the ceiling claiming
 # for themselves against 54% with the fetcher, 16 threads 56% against 52%).
 SELF_SERVE_THREADS = 16
+# A worker that parked for the fetcher and woke claims, then starts its job
+# without waking the fetcher (unless more is ready): the fetcher, woken as
+# the claim went out, looks for the answer every CLAIM_POLL_S meanwhile.
+# Woken just before the handler starts instead, it took the core and the
+# GIL from the worker: on a busy machine, a 4 ms wait at p99 (bench.cluster
+# latency, "hand-off"). 1 ms: a job that comes within it of the one before
+# waits that much longer for the fetcher to park again.
+CLAIM_POLL_S = 0.001
 
 
 def _take_all(items: collections.deque) -> list:
@@ -142,6 +155,11 @@ def _take_all(items: collections.deque) -> list:
 
 
 _NUDGE = object()  # on the run queue: not a job; wakes a waiting thread to claim for itself (_serve_self)
+_PARK = object()   # on the run queue: not a job; the thread that takes it parks for the fetcher (_park_or_hand_over)
+_PENDING = object()  # Consumer._handover: a park handed over, not taken by a worker yet
+_TAKEN = object()    # ... while the worker that took it parks
+_CLAIMING = object()  # ... and claims after a wake (the fetcher looks for its answer every CLAIM_POLL_S)
+_CALLED_OFF = object()  # ... or called off before a worker took it (a stop): the _PARK left is ignored
 
 
 class _Own:
@@ -376,6 +394,8 @@ class Consumer:
         self._closing = False  # _shutdown began: no more threads, and a thread with nothing to run ends
         self._serves_self = handler_many is None and getattr(queue, "ready_shards", None) is None  # _self_serving
         self._stats_lock = threading.Lock()  # acks are settled by the fetcher and, while it parks, by workers
+        self._handover = None  # a park handed to a worker: _PENDING, _TAKEN, its answer (_park_or_hand_over)
+        self._park_timeout: float | None = None  # ... and how long it may park
 
     # -- public -----------------------------------------------------------
     def stop(self) -> None:
@@ -455,20 +475,25 @@ class Consumer:
     # -- the fetcher ------------------------------------------------------
     def _fetch_loop(self) -> None:
         failures = 0
+        handed = None  # (jobs claimed, short) of the claim a worker made after the park it took
         while not self._stopping.is_set():
             self.last_pass = time.monotonic()
-            claim = self._wait_for_room()
-            if self._stopping.is_set():
-                break
-            if self._draining and self._drain_new_left <= 0:
-                self._drain_cut()
-                break
-            if self.adaptive:
-                self._shed()
-            if self.growing:
-                self._grow()
+            if handed is None:
+                claim = self._wait_for_room()
+                if self._stopping.is_set():
+                    break
+                if self._draining and self._drain_new_left <= 0:
+                    self._drain_cut()
+                    break
+                if self.adaptive:
+                    self._shed()
+                if self.growing:
+                    self._grow()
             try:
-                claimed, _, short = self._cycle(claim=claim)
+                if handed is None:
+                    claimed, _, short = self._cycle(claim=claim)
+                else:  # the worker's claim stands for this cycle's
+                    (claimed, short), handed = handed, None
                 failures = 0
                 if not short:  # busy: what the parking keeps waiting must not take wake tokens
                     self._parking.release()
@@ -478,12 +503,13 @@ class Consumer:
                 elif short and self._draining:
                     if self._drain_settled(claimed):
                         break
-                elif short and self._park(self._park_for(lane_wait)) and self.batch_window_ms \
-                        and self._streaming():
-                    # Work keeps arriving: let the jobs close behind this
-                    # one arrive too, and claim them as one batch.
-                    self._stopping.wait(self.batch_window_ms / 1000)
-                    self.stats["windows"] += 1
+                elif short:
+                    woke, handed = self._park_or_hand_over(self._park_for(lane_wait))
+                    if woke and self.batch_window_ms and self._streaming():
+                        # Work keeps arriving: let the jobs close behind this
+                        # one arrive too, and claim them as one batch.
+                        self._stopping.wait(self.batch_window_ms / 1000)
+                        self.stats["windows"] += 1
             except CONNECTION_ERRORS as exc:
                 failures += 1
                 self.observer.reconnecting(self)
@@ -656,14 +682,16 @@ class Consumer:
             self._release(waiting)
             self.stats["shed"] += len(waiting)
 
-    def _cycle(self, *, claim: bool, most: int = MAX_BATCH, run: bool = True, own: bool = False) -> tuple:
+    def _cycle(self, *, claim: bool, most: int = MAX_BATCH, run: bool = True, own: bool = False,
+               going=None) -> tuple:
         """One round trip: settle finished jobs and claim into free slots
         (``most`` at most). Answers (jobs claimed, acks sent, short): short
         when a claim got fewer jobs than it asked for, so nothing more is
         ready now. The fetcher and workers may run cycles at once (the
         fetcher claims only while the workers do not, see ``_room``). With
         ``run=False`` the jobs claimed are answered, not put on the run
-        queue: (jobs, acks sent, short)."""
+        queue: (jobs, acks sent, short). ``going()``, if given, is called
+        just before the round trip goes out."""
         with self._cond:
             # a worker's own claim is bounded by its size, not by the free slots
             free = (most if own else min(self._free(), most)) if claim else 0
@@ -694,6 +722,8 @@ class Consumer:
                                      max_attempts=out.max_attempts or self.max_attempts, error=out.error)
             if free > 0:
                 self.queue.add_claim(batch, free, lease_ms=self.lease_ms, consumer=self.id)
+            if going is not None:
+                going()
             replies = batch.run()
         except CONNECTION_ERRORS:
             with self._cond:  # send them again after reconnecting (fenced, so safe)
@@ -811,6 +841,83 @@ class Consumer:
             with self._cond:
                 self._parked = False
 
+    def _park_or_hand_over(self, timeout_s: float | None) -> tuple[bool, tuple | None]:
+        """Park (see ``_park``): here, or, when a worker thread waits for
+        work and the handler takes one job, in that thread, while this one
+        waits for its answer. On a wake the worker claims, starts the first
+        job itself and puts the rest on the run queue: the job is not handed
+        from the fetcher's thread to a worker's, which, on a busy machine,
+        is a thread wake-up that waits for a core, then for the GIL the
+        fetcher holds (bench.cluster latency, "hand-off"). Answers (woke,
+        claim): claim is the worker's (jobs claimed, short), which the
+        fetcher takes as its own next cycle's, or None."""
+        with self._cond:
+            hand = (self.handler is not None and self._idle > 0 and self._runq.empty()
+                    and not self._closing and not self._stopping.is_set())
+            if hand:
+                self._handover = _PENDING
+                self._park_timeout = timeout_s
+                self._runq.put(_PARK)
+        if not hand:
+            return self._park(timeout_s), None
+        with self._cond:
+            # Once a worker took the park, it answers whatever happens
+            # (_park_for_fetcher), and the parking is in its hands until
+            # then: this waits for it. One not taken yet is called off at a stop.
+            while (state := self._handover) is _PENDING or state is _TAKEN or state is _CLAIMING:
+                if state is _PENDING and self._stopping.is_set():
+                    self._handover = _CALLED_OFF
+                    break
+                self._cond.wait(CLAIM_POLL_S if state is _CLAIMING else self.beat_ms / 1000)
+            answer, self._handover = self._handover, None
+        if answer is _CALLED_OFF:
+            return False, None
+        if isinstance(answer, BaseException):
+            raise answer  # Unavailable: the fetcher reconnects; anything else is a crash
+        return answer
+
+    def _claiming(self) -> None:
+        """The claim after a worker's wake goes out: wake the fetcher now,
+        while the worker waits for the reply, not as its job starts."""
+        with self._cond:
+            self._handover = _CLAIMING
+            self._cond.notify_all()
+
+    def _park_for_fetcher(self, own: _Own) -> None:
+        """(A worker thread that took _PARK.) Park for the fetcher; on a
+        wake, claim, keep the first job to run here and put the rest on
+        the run queue; then answer the fetcher and run the job."""
+        with self._cond:
+            if self._handover is not _PENDING:
+                return  # called off meanwhile (a stop)
+            self._handover = _TAKEN
+        answer: object = (False, None)
+        try:
+            if self._park(self._park_timeout) and not self._stopping.is_set():
+                jobs, _, short = self._cycle(claim=True, run=False, going=self._claiming)
+                if jobs:
+                    own.jobs.append(jobs[0])
+                    for job in jobs[1:]:
+                        self._runq.put(job)
+                answer = (True, (len(jobs), short))
+                self.stats["worker_wakes"] += 1
+        except BaseException as exc:
+            answer = exc  # raised on the fetcher's thread, which handles it as its own
+        finally:
+            with self._cond:
+                self._handover = answer
+                counted = bool(own.jobs)
+                if counted:  # _run_own's opening, here: nothing to wait for between the answer and the job
+                    self._running += 1
+                    self._busy += 1
+                short = isinstance(answer, tuple) and answer[1] is not None and answer[1][1]
+                if not (counted and short):
+                    # the fetcher has something to do now: more jobs are
+                    # ready (the claim came back full), or no job runs here
+                    self._cond.notify_all()
+        if counted:
+            self._run_own(own, counted=True)
+
     # -- workers ----------------------------------------------------------
     def _start_threads(self) -> None:
         for _ in range(self.concurrency):
@@ -887,6 +994,13 @@ class Consumer:
                     self._idle -= 1
             if job is _NUDGE:
                 continue
+            if job is _PARK:
+                try:
+                    self._park_for_fetcher(own)
+                except BaseException as exc:
+                    self._crash("worker", exc)
+                    return
+                continue
             if job is None:
                 return
             jobs = [job]
@@ -898,6 +1012,9 @@ class Consumer:
                 if job is None:  # this thread's stop sentinel: finish the batch, then stop
                     stop = True
                     break
+                if job is _PARK:  # (handler_many: never handed one; see _park_or_hand_over)
+                    self._runq.put(job)
+                    break
                 if job is not _NUDGE:
                     jobs.append(job)
             try:
@@ -906,7 +1023,7 @@ class Consumer:
                 self._crash("worker", exc)  # the jobs stay leased: reaped after their lease
                 return
 
-    def _run_own(self, own: _Own) -> None:
+    def _run_own(self, own: _Own, counted: bool = False) -> None:
         """Run, one by one on this thread, the jobs it claimed for itself
         (``_serve_self``), as ``_work`` runs one, with the shared
         bookkeeping done once for them all (this loop is the consumer's
@@ -921,9 +1038,10 @@ class Consumer:
         # (a deque's append and a set's add are atomic): the next claim of
         # any thread sends it, even while this thread is held up by a slow job.
         finished, ack = self._finished.add, self._acks.append
-        with self._cond:
-            self._running += 1
-            self._busy += 1
+        if not counted:  # (counted: the caller did this under the lock it held already)
+            with self._cond:
+                self._running += 1
+                self._busy += 1
         done = 0
         first = start = monotonic()  # a job starts when the one before it ends
         try:
@@ -1231,7 +1349,7 @@ class Consumer:
                 job = self._runq.get_nowait()
             except _queue.Empty:
                 break
-            if job is not None and job is not _NUDGE:
+            if job is not None and job is not _NUDGE and job is not _PARK:
                 unstarted.append(job)
         for own in self._owns:
             unstarted += _take_all(own.jobs)
