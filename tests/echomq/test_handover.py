@@ -77,3 +77,27 @@ def test_a_handler_many_consumer_parks_its_fetcher_itself(q):
         q.enqueue(b"x")
         wait_for(lambda: len(seen) == 1, what="the job")
         assert c.stats["worker_wakes"] == 0
+
+
+def test_a_job_that_comes_while_the_first_runs_does_not_wait_for_a_beat(q):
+    """The worker that woke answers the fetcher without waking it (its claim
+    came back short); the fetcher, woken as that claim went out, must take
+    the answer and park again within moments, not at the end of a beat."""
+    gate, started, done = threading.Event(), threading.Event(), []
+
+    def handler(job):
+        if job.payload == b"slow":
+            started.set()
+            gate.wait(30)
+        done.append(job.payload)
+
+    with Running(Consumer(q, handler, concurrency=2, beat_ms=60_000)) as c:
+        try:
+            wait_for(lambda: parked_in_worker(c), what="a worker thread parked for the fetcher")
+            q.enqueue(b"slow")
+            assert started.wait(10)
+            q.enqueue(b"fast")
+            wait_for(lambda: done == [b"fast"], timeout=10, what="the second job, with the first still running")
+        finally:
+            gate.set()
+        wait_for(lambda: done == [b"fast", b"slow"], what="the first job")
