@@ -281,7 +281,7 @@ def latency(a) -> int:
         print(f"{FLOOR}: one thread parked in a bare BLPOP on one primary, the producer LPUSHes the stamp: "
               "the wake-up with no claim and no hand-off (2 scheduler wake-ups: the node, the thread; echomq's "
               "path has 4: the node, the consumer's parked thread, the node for the claim, the same thread, which "
-              "runs the handler; 5 before the park was handed to a worker thread, with the hand-off between threads).")
+              "runs the handler).")
     shutil.rmtree(logdir, ignore_errors=True)
     return 0
 
