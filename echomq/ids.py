@@ -25,6 +25,7 @@ NODE_BITS = 10
 SEQ_BITS = 12
 MAX_NODE = (1 << NODE_BITS) - 1
 MAX_SEQ = (1 << SEQ_BITS) - 1
+MAX_MINT_SEQ = (1 << (SEQ_BITS - 1)) - 1  # a minter's per-ms sequence; the top half is schedule ticks'
 
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
 _BRAND = re.compile(r"[A-Z]{3}")
@@ -90,7 +91,9 @@ class Minter:
 
     When the wall clock stalls or steps back we keep counting from the last
     value, and a full sequence borrows into the next millisecond, so ids never
-    repeat or go backwards within a process.
+    repeat or go backwards within a process. A minter's sequence is 0..2047
+    (MAX_MINT_SEQ): ids with the sequence's top bit set are the ticks of
+    schedules (:func:`echomq.schedules.tick_job_id`), so no minted id is one.
     """
 
     def __init__(self, node: int | None = None, clock=time.time_ns):
@@ -109,7 +112,7 @@ class Minter:
             now = self._clock() // 1_000_000 - EPOCH_MS
             if now > self._last_ms:
                 self._last_ms, self._seq = now, 0
-            elif self._seq < MAX_SEQ:
+            elif self._seq < MAX_MINT_SEQ:
                 self._seq += 1
             else:
                 self._last_ms, self._seq = self._last_ms + 1, 0

@@ -72,6 +72,11 @@ class ClaimedJobs(list):
 
 
 class Queue:
+    #: (step, offset) of the numbers schedule_set gives new schedules (a tick's
+    #: JOB id holds its schedule's number): a ShardedQueue's shard i of S
+    #: takes (S, i), so no two shards of one queue number schedules alike.
+    schedule_numbers = (1, 0)
+
     def __init__(self, name: str, client):
         self.name = keyspace.check_queue(name)
         self.client = client

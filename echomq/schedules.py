@@ -55,10 +55,16 @@ def check_name(name) -> str:
     return name
 
 
+SCHED_SEQS = 1 << 21  # schedule numbers per queue (sched.lua), then they wrap
+
+
 def tick_job_id(seq: int, tick_ms: int) -> str:
-    """The JOB id of a tick: the snowflake of its millisecond with the
-    schedule's number in the node and sequence bits (as sched.lua computes it)."""
-    return ids.encode("JOB", (tick_ms - ids.EPOCH_MS) << 22 | seq)
+    """The JOB id of a tick, as sched.lua computes it: the snowflake of its
+    millisecond with the schedule's 21-bit number in the node bits and the
+    low 11 of the sequence, the sequence's top bit set. A minter never sets
+    that bit (ids.MAX_MINT_SEQ), so no minted id is a tick's."""
+    n = seq % SCHED_SEQS
+    return ids.encode("JOB", (tick_ms - ids.EPOCH_MS) << 22 | (n >> 11) << 12 | 2048 | (n & 2047))
 
 
 # -- the grid ------------------------------------------------------------------
@@ -180,7 +186,8 @@ def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | N
     check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
     first = g.first_after(queue.server_time_ms())
     kind = "every" if isinstance(g, Every) else "cron"
-    args = (queue.prefix, name, kind, g.spec, tz, payload, lane, priority, catch_up, first)
+    step, offset = queue.schedule_numbers
+    args = (queue.prefix, name, kind, g.spec, tz, payload, lane, priority, catch_up, first, step, offset)
     return _STATUS[queue._run("schedule_set", keys(queue, name), args)]
 
 

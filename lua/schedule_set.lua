@@ -20,6 +20,11 @@ ARGV[7] lane             '' or the lane of each tick's job
 ARGV[8] priority         -100..100
 ARGV[9] catch_up         0..MAX_CATCH_UP missed ticks one fire makes up for
 ARGV[10] next_ms         the first tick (MIN_TICK..MAX_TICK)
+ARGV[11] seq_step        1..1024: a new schedule's number is k * seq_step + seq_offset,
+ARGV[12] seq_offset      0..seq_step-1, k counting the queue's schedules (meta
+                         sched_seq, mod SCHED_SEQS / seq_step). A plain queue sends
+                         1, 0; shard i of S sends S, i, so no two shards of a queue
+                         number schedules alike (the number is in each tick's JOB id).
 
 Replies: 1 created, 2 replaced, 0 unchanged.
 Errors: EMQARG for a bad argument (nothing changed).
@@ -28,7 +33,7 @@ Errors: EMQARG for a bad argument (nothing changed).
 --- @include "priority"
 --- @include "sched"
 
-arg_count(10)
+arg_count(12)
 local P = arg_prefix(ARGV[1])
 local name = arg_sched_name(ARGV[2])
 local kind = ARGV[3]
@@ -48,6 +53,8 @@ arg_lane(ARGV[7], true)
 arg_priority(ARGV[8])
 arg_int(ARGV[9], 'catch_up', 0, MAX_CATCH_UP)
 local next_ms = arg_tick(ARGV[10], 'next_ms')
+local step = arg_int(ARGV[11], 'seq_step', 1, 1024)
+local offset = arg_int(ARGV[12], 'seq_offset', 0, step - 1)
 arg_key(1, sched_key(P, name))
 arg_key(2, P .. 'schedules')
 
@@ -66,7 +73,8 @@ for i = 1, #fields do
 end
 local created = old[1] == false
 if created then
-  local seq = redis.call('HINCRBY', P .. 'meta', 'sched_seq', 1) % SCHED_SEQS
+  local k = redis.call('HINCRBY', P .. 'meta', 'sched_seq', 1) % math.floor(SCHED_SEQS / step)
+  local seq = k * step + offset
   redis.call('HSET', KEYS[1], 'seq', seq)
 end
 redis.call('HSET', KEYS[1], 'next', next_ms, unpack(def))

@@ -44,6 +44,8 @@ class ShardedQueue:
         self.name = keyspace.check_queue(name)
         self.client = client
         self.shards = [Queue(n, client) for n in shard_names(name, shards)]
+        for i, shard in enumerate(self.shards):  # schedule numbers (in tick ids) unique across the shards
+            shard.schedule_numbers = (len(self.shards), i)
         self.prefix = keyspace.prefix(name)  # names the logical queue only; it holds no keys
         self._where: dict[str, int] = {}     # job id -> shard, for jobs claimed here and not settled
         self.turns = ShardTurns(self.shards, client)  # which shard the next claim asks

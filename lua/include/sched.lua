@@ -4,15 +4,17 @@
 -- paused, past every tick, so a paused one is never due).
 --
 -- A tick's JOB id is a function of the schedule and the tick: the snowflake
--- of the tick's millisecond with the schedule's 22-bit number `seq` in the
--- node and sequence bits. So a tick fired twice is the same JOB (the
--- enqueue is idempotent), and tick jobs sort by tick time among other jobs.
+-- of the tick's millisecond with the schedule's 21-bit number `seq` in the
+-- node and sequence bits, the sequence's top bit set. A minter never sets it
+-- (ids.py: minted sequences are 0..2047), so no minted id is a tick's. A tick
+-- fired twice is the same JOB (the enqueue is idempotent), and tick jobs
+-- sort by tick time among other jobs.
 --- @include "args"
 local MAX_CATCH_UP = 1000       -- missed ticks one fire may make up for
 local MAX_CRON = 128            -- a cron expression / time zone name, in bytes
 local MIN_TICK = 1704067200000  -- ticks are ids: from 2024-01-01T00:00:00Z (the id epoch)
 local MAX_TICK = 3903090455551  -- ... to the last millisecond 41 bits hold
-local SCHED_SEQS = 4194304      -- 2^22 schedule numbers per queue, then they wrap
+local SCHED_SEQS = 2097152      -- 2^21 schedule numbers per queue, then they wrap
 local PAUSED = 9999999999999    -- a paused schedule's score: after MAX_TICK, so never due
 
 local function sched_key(P, name) return P .. 'sched:' .. name end
@@ -29,11 +31,14 @@ local function arg_tick(v, what) return arg_int(v, what, MIN_TICK, MAX_TICK) end
 
 local B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
--- 'JOB' .. base62((tick - MIN_TICK) * 2^22 + seq), 11 digits. The value
--- passes 2^53, so it is kept as two exact parts (hi * 2^22 + lo) and
--- divided by 62 part by part.
+-- 'JOB' .. base62((tick - MIN_TICK) * 2^22 + node * 2^12 + 2048 + low), 11
+-- digits, where schedule number seq (taken mod SCHED_SEQS) is node * 2^11 + low.
+-- The value passes 2^53, so it is kept as two exact parts (hi * 2^22 + lo)
+-- and divided by 62 part by part.
 local function tick_job_id(seq, tick)
-  local hi, lo = tick - MIN_TICK, seq
+  local n = seq % SCHED_SEQS
+  local low = n % 2048
+  local hi, lo = tick - MIN_TICK, (n - low) * 2 + 2048 + low
   local digits = {}
   for i = 11, 1, -1 do
     local r1 = hi % 62

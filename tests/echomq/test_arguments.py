@@ -176,9 +176,10 @@ class World:
             "lane_rate": ((f"{P}g:{self.lane}:meta",), [P, self.lane, "2", "1000"],
                           ["P", "lane", (0, MAX_COUNT), (0, MAX_MS)]),
             "schedule_set": ((f"{P}sched:tick", f"{P}schedules"),
-                             [P, "tick", "every", "2000", "UTC", b"p", self.lane, "-3", "2", str(self.tick + 60_000)],
+                             [P, "tick", "every", "2000", "UTC", b"p", self.lane, "-3", "2", str(self.tick + 60_000),
+                              "4", "3"],
                              ["P", "name", "kind", (1, MAX_MS), "tz", "any", "lane?", "priority",
-                              (0, LIMITS["MAX_CATCH_UP"]), "tick"]),
+                              (0, LIMITS["MAX_CATCH_UP"]), "tick", (1, 1024), (0, 3)]),
             "schedule_op": ((f"{P}sched:other", f"{P}schedules"), [P, "other", "pause", "0"],
                             ["P", "name", "op", "zero"]),
             "schedule_fire": ((f"{P}sched:tick", f"{P}schedules"),
@@ -282,6 +283,7 @@ def test_the_task_result_scripts_refuse_every_bad_argument_before_any_write(any_
     ("lane_rate", 3, "0"),
     ("schedule_set", 3, "x" * (LIMITS["MAX_CRON"] + 1)),  # as a cron spec: too long
     ("schedule_set", 3, "* * * *\n *"),
+    ("schedule_set", 10, "2"),  # a seq_step of 2 under seq_offset 3
 ])
 def test_arguments_that_only_fail_together_are_refused(any_server, name, pos, value):
     world = World(any_server)

@@ -66,6 +66,9 @@ def test_minter_survives_a_clock_that_steps_back_and_a_full_sequence():
     seen += [m.next_n() for _ in range(10)]
     assert seen == sorted(seen) and len(set(seen)) == len(seen)
     assert all((n >> 12) & ids.MAX_NODE == 7 for n in seen)
+    # 2048 per millisecond, then the next: the sequence's top bit is the schedules' (tick ids)
+    assert [n & ids.MAX_SEQ for n in seen[2046:2050]] == [2046, 2047, 0, 1]
+    assert max(n & ids.MAX_SEQ for n in seen) == ids.MAX_MINT_SEQ == 2047
 
 
 def test_minting_is_thread_safe():

@@ -254,15 +254,58 @@ def test_the_reaper_pass_fires_due_schedules(q, any_server):
 def test_the_tick_id_in_lua_is_the_python_one_at_the_extremes(q, any_server):
     """The script splits the 63-bit value in two exact parts; compare it
     with Python's at the largest schedule number and the last tick."""
-    any_server.hset(q.k_meta, "sched_seq", 4194304 * 7 - 1)
+    any_server.hset(q.k_meta, "sched_seq", 2097152 * 7 - 1)
     q.schedule("a", every_ms=1000)
     q.schedule("b", every_ms=1000)
-    assert [s["seq"] for s in sorted(q.schedules(), key=lambda s: s["name"])] == [0, 1]  # numbers wrap at 2^22
-    any_server.hset(f"{q.prefix}sched:a", "seq", 4194303)  # the largest
-    for name, seq in (("a", 4194303), ("b", 1)):
+    assert [s["seq"] for s in sorted(q.schedules(), key=lambda s: s["name"])] == [0, 1]  # numbers wrap at 2^21
+    any_server.hset(f"{q.prefix}sched:a", "seq", 2097151)  # the largest
+    for name, seq in (("a", 2097151), ("b", 1)):
         cursor, now = make_due(q, any_server, name, 1)
         assert fire_call(q, name, 1, cursor, cursor + 1000, cursor, seq=seq) == [tick_job_id(seq, cursor).encode()]
-    assert tick_job_id(4194303, 3903090455551) == "JOB" + ids.MAX_PAYLOAD
+    assert tick_job_id(2097151, 3903090455551) == "JOB" + ids.MAX_PAYLOAD
+
+
+def test_no_minted_id_is_a_ticks_id():
+    """A tick's id has the sequence's top bit set; a minter never sets it,
+    whatever its node, however many ids it mints in one millisecond."""
+    t = [ids.EPOCH_MS * 1_000_000 + 10_000 * 1_000_000]
+    for node in (0, 1023):
+        m = ids.Minter(node=node, clock=lambda: t[0])
+        minted = {m.next_n() for _ in range(5000)}  # three milliseconds' worth: it borrows ahead
+        ms0 = 10_000
+        ticks = {ids.parse(tick_job_id(seq, ids.EPOCH_MS + ms0 + d))[1]
+                 for seq in (0, 1, 2047, 2048, node << 11, (node << 11) | 2047, 2097151) for d in range(4)}
+        assert not minted & ticks
+    assert {ids.parse(tick_job_id(seq, ids.EPOCH_MS))[1] for seq in range(4096)} == {
+        (s >> 11) << 12 | 2048 | (s & 2047) for s in range(4096)}  # one id per number: no two schedules alike
+
+
+def test_schedules_on_different_shards_never_share_a_tick_id(r):
+    """Each shard numbers its schedules in its own class (k * S + i), so two
+    schedules ticking at the same millisecond on two shards make two jobs,
+    and each is settled on its own shard (the review's repro: one job
+    left leased, to run twice)."""
+    sq = ShardedQueue("t", r, shards=4)
+    names = [f"s{i}" for i in range(12)]
+    for name in names:
+        assert sq.schedule(name, every_ms=1000) == "created"
+    rows = sq.schedules()
+    holders = {row["name"]: next(s for s in sq.shards if s.schedules() and
+                                 any(x["name"] == row["name"] for x in s.schedules())) for row in rows}
+    assert len(set(map(id, holders.values()))) > 1  # the names spread over the shards
+    seqs = [row["seq"] for row in rows]
+    assert len(set(seqs)) == len(seqs)
+    assert all(row["seq"] % 4 == sq.shards.index(holders[row["name"]]) for row in rows)
+    tick = (server_ms(r) // 1000 - 2) * 1000
+    for name, shard in holders.items():
+        r.hset(f"{shard.prefix}sched:{name}", "next", tick)
+        r.zadd(f"{shard.prefix}schedules", {name: tick})
+    assert sq.fire_schedules() == len(names)
+    jobs = sq.claim_batch(100, lease_ms=60_000)
+    assert len({j.id for j in jobs}) == len(jobs) == len(names)
+    for job in jobs:
+        assert sq.complete(job.id, job.attempts)
+    assert sum(s.counts()["active"] + s.counts()["pending"] for s in sq.shards) == 0
 
 
 def test_concurrent_reapers_fire_each_tick_once(q, any_server):

@@ -9,7 +9,7 @@ export const EPOCH_MS = 1704067200000n;
 const WIDTH = 11;
 const MAX_N = (1n << 63n) - 1n;
 const MAX_NODE = 1023;
-const MAX_SEQ = 4095n;
+const MAX_MINT_SEQ = 2047n; // a minter's per-ms sequence: ids with its top bit set are schedule ticks
 const SHAPE = /^[A-Z]{3}[0-9A-Za-z]{11}$/;
 export const MAX_PAYLOAD = encodeN(MAX_N); // 'AzL8n0Y58m7'
 
@@ -49,7 +49,7 @@ export class Minter {
     if (now > this.lastMs) {
       this.lastMs = now;
       this.seq = 0n;
-    } else if (this.seq < MAX_SEQ) {
+    } else if (this.seq < MAX_MINT_SEQ) {
       this.seq += 1n;
     } else {
       this.lastMs += 1n;

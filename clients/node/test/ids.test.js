@@ -23,4 +23,8 @@ test('minting is strictly increasing when the clock stalls, steps back or the se
   const ids = Array.from({ length: 5000 }, () => minter.mint('JOB'));
   for (let k = 1; k < ids.length; k++) assert.ok(ids[k - 1] < ids[k], `${ids[k - 1]} < ${ids[k]}`);
   assert.ok(ids.every(isValid));
+  // 2048 per millisecond: the sequence's top bit belongs to schedule ticks
+  const seqs = Array.from({ length: 4100 }, () => minter.nextN() & 4095n);
+  assert.ok(seqs.every((s) => s < 2048n));
+  assert.ok(seqs.includes(2047n));
 });

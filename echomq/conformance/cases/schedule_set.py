@@ -7,7 +7,7 @@ DEF = {"kind": "every", "spec": "60000", "tz": "UTC", "payload": "p", "lane": ""
 
 
 def schedule_set(name="beat", **kw):
-    args = {**DEF, "next_ms": NEXT, **kw}
+    args = {**DEF, "next_ms": NEXT, "seq_step": "1", "seq_offset": "0", **kw}
     return call("schedule_set", name=name, **args)
 
 
@@ -39,6 +39,12 @@ CASES = [
     case("create-cron", "a cron schedule in a time zone, on a lane, at a priority, with catch_up",
          None, schedule_set(kind="cron", spec="0 3 * * *", tz="Europe/Paris", lane=L1, priority=-3, catch_up=2)),
     case("second", "a second schedule takes the next number", stored(World()), schedule_set(name="other")),
+    case("shard-numbers", "shard 3 of 16: the schedule's number is k * 16 + 3, k the meta's sched_seq + 1 "
+         "(5 here: 83), so the shards of a queue never number two schedules alike",
+         World().meta(sched_seq=4), schedule_set(seq_step="16", seq_offset="3")),
+    case("shard-numbers-wrap", "k wraps at 2^21 // seq_step (131072 for 16): a number stays below 2^21 and "
+         "in its shard's class (k 0: the number is the offset)",
+         World().meta(sched_seq=131071), schedule_set(seq_step="16", seq_offset="15")),
     case("unchanged", "the same definition again: answers 0 and nothing changes (cursor and record kept)",
          stored(World(), last="5000", last_job="JOB0000000000A"), schedule_set()),
     case("unchanged-paused", "the same definition of a paused schedule: 0, it stays paused",
@@ -47,13 +53,17 @@ CASES = [
          "answers 2", stored(World(), last="5000", last_job="JOB0000000000A"), schedule_set(payload="new")),
     case("replace-paused", "replacing a paused schedule keeps it paused: its score stays PAUSED",
          stored(World(), paused=True), schedule_set(spec="1000")),
-    *refusals("schedule_set", World().meta(completed=1), {"name": "beat", **DEF, "next_ms": NEXT},
+    *refusals("schedule_set", World().meta(completed=1),
+              {"name": "beat", **DEF, "next_ms": NEXT, "seq_step": "1", "seq_offset": "0"},
               {"P": "P",
                "kind": [("", "empty", "empty"), ("EVERY", "upper", "in upper case"), ("hourly", "unknown", "unknown")],
                "spec": ("int", 1, MAX_MS),
                "tz": [("", "empty", "empty"), ("a b", "space", "with a space"), ("../x", "dots", "with dots")],
                "lane": "lane?", "priority": [("101", "above", "of 101"), ("-0", "minus-zero", "as -0")],
-               "catch_up": ("int", 0, 1000), "next_ms": ("int", 1704067200000, 3903090455551)}),
+               "catch_up": ("int", 0, 1000), "next_ms": ("int", 1704067200000, 3903090455551),
+               "seq_step": ("int", 1, 1024), "seq_offset": ("int", 0, 0)}),
+    case("bad-seq_offset-class", "a seq_offset not below seq_step (16 of 16) is refused with EMQARG; nothing changes",
+         World().meta(completed=1), schedule_set(seq_step="16", seq_offset="16")),
     *name_refusals("schedule_set", World().meta(completed=1), schedule_set()),
     case("bad-cron-control", "a cron spec with a control character is refused with EMQARG; nothing changes",
          World().meta(completed=1), schedule_set(kind="cron", spec="* * * *\n *")),
