@@ -45,6 +45,7 @@ MAX_MS, MAX_CATCH_UP, MAX_CRON = LIMITS["MAX_MS"], LIMITS["MAX_CATCH_UP"], LIMIT
 MAX_TICK = LIMITS["MAX_TICK"]
 MAX_PRIORITY = LIMITS["MAX_PRIORITY"]
 NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_RANDOM = re.compile(r"(?<![A-Za-z])[Rr](?![A-Za-z])")  # croniter's random field, not the r of "apr" or "fri"
 _STATUS = {0: "unchanged", 1: "created", 2: "replaced"}
 
 
@@ -148,6 +149,9 @@ def grid(cron: str | None = None, every_ms: int | None = None, tz: str = "UTC") 
     cron = keyspace._text(cron, "cron")
     if not 0 < len(cron) <= MAX_CRON or not cron.isascii() or not cron.isprintable() or not _croniter().is_valid(cron):
         raise ArgumentError(f"not a valid cron expression: {cron[:80]!r}")
+    if _RANDOM.search(cron):
+        raise ArgumentError(f"cron expression {cron[:80]!r} has a random field (R): every reaper would draw "
+                            "its own times, so ticks would not be on one grid; write the times out")
     g = Cron(cron, zone)
     g.first_after(int(time.time() * 1000))  # one that parses but never fires ("0 0 30 2 *") is refused here
     return g
@@ -265,6 +269,8 @@ def fire(queue, *, limit: int = 1000) -> int:
             return 0
     batch = queue.batch()
     for row in listing(queue, names):
+        if row["paused"] or row["cursor"] > now:  # paused, or fired by another reaper since the read above
+            continue
         try:
             ticks, next_ms = plan(_grid_of(row), row["cursor"], now, row["catch_up"])
         except Exception:

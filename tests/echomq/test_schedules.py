@@ -40,6 +40,11 @@ def test_every_ticks_on_the_epochs_multiples():
                                                                                     t - 60_000)
 
 
+def test_month_and_day_names_are_not_mistaken_for_a_random_field():
+    g = grid(cron="0 9 * apr,mar fri")
+    assert g.after(ms("2026-04-01T00:00:00+00:00")) == ms("2026-04-03T09:00:00+00:00")
+
+
 def test_cron_ticks_in_its_time_zone_through_a_dst_change():
     g = grid(cron="0 3 * * *", tz="Europe/Paris")
     assert g.after(ms("2026-01-10T12:00:00+00:00")) == ms("2026-01-11T02:00:00+00:00")  # CET
@@ -68,7 +73,9 @@ def test_an_on_time_pass_fires_the_one_due_tick():
                                 {"every_ms": 10**12}, {"cron": "* * * * *", "tz": "Mars/Olympus"},
                                 {"cron": "* * * * *", "tz": "../etc/passwd"}, {"every_ms": 1000, "tz": "Europe/Paris"},
                                 {}, {"cron": "* * * * *", "every_ms": 1000},
-                                {"cron": "0 0 30 2 *"}, {"cron": "0 0 31 4,6,9,11 *", "tz": "Europe/Paris"}])
+                                {"cron": "0 0 30 2 *"}, {"cron": "0 0 31 4,6,9,11 *", "tz": "Europe/Paris"},
+                                {"cron": "R * * * *"}, {"cron": "0 r * * *"}, {"cron": "R/5 * * * *"},
+                                {"cron": "0 0 * * fri,R"}, {"cron": "H * * * *"}])
 def test_a_bad_definition_is_refused_and_stores_nothing(q, any_server, kw):
     with pytest.raises(ArgumentError):
         q.schedule("s", **kw)
@@ -306,6 +313,28 @@ def test_schedules_on_different_shards_never_share_a_tick_id(r):
     for job in jobs:
         assert sq.complete(job.id, job.attempts)
     assert sum(s.counts()["active"] + s.counts()["pending"] for s in sq.shards) == 0
+
+
+def test_a_reaper_that_loses_the_race_between_its_reads_skips_quietly(q, any_server, monkeypatch, caplog):
+    """The pass reads the due names, then their rows; a reaper that fires
+    in between has moved the cursor past now. The late pass skips the row
+    (no refused call, no ERROR in the log) and the tick ran once."""
+    import echomq.schedules as schedules
+
+    q.schedule("tick", every_ms=1000)
+    make_due(q, any_server, "tick", 2)
+    real = schedules.listing
+
+    def rival_first(queue, names=None):
+        monkeypatch.setattr(schedules, "listing", real)
+        assert schedules.fire(Queue("t", any_server)) == 1  # the other reaper, between our two reads
+        return real(queue, names)
+
+    monkeypatch.setattr(schedules, "listing", rival_first)
+    with caplog.at_level("DEBUG", logger="echomq.schedules"):
+        assert schedules.fire(q) == 0
+    assert not [rec for rec in caplog.records if rec.levelname in ("ERROR", "WARNING")], caplog.text
+    assert q.counts()["pending"] == 1
 
 
 def test_concurrent_reapers_fire_each_tick_once(q, any_server):
