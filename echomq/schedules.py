@@ -176,18 +176,28 @@ def keys(queue, name: str) -> tuple[str, str]:
     return (f"{queue.prefix}sched:{name}", f"{queue.prefix}schedules")
 
 
-def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | None = None,
-                 payload=b"", lane: str | None = None, tz: str = "UTC", catch_up: int = 0,
-                 priority: int = 0) -> str:
-    """Create or replace schedule ``name``; answers "created", "replaced" or
-    "unchanged" (the same definition again keeps its cursor and pause).
-    Every argument is checked first (ArgumentError, nothing stored)."""
+def check_definition(name: str, *, cron: str | None = None, every_ms: int | None = None, payload=b"",
+                     lane: str | None = None, tz: str = "UTC", catch_up: int = 0, priority: int = 0):
+    """(name, grid, payload, lane) of a definition, each argument checked as
+    :func:`set_schedule` checks it (ArgumentError or InvalidName), with no
+    server: lets a caller check many definitions before it stores any."""
     name = check_name(name)
     g = grid(cron, every_ms, tz)
     payload = check_payload(payload)
     lane = "" if lane is None else keyspace.check_lane(lane)
     check_int(catch_up, "catch_up", 0, MAX_CATCH_UP)
     check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
+    return name, g, payload, lane
+
+
+def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | None = None,
+                 payload=b"", lane: str | None = None, tz: str = "UTC", catch_up: int = 0,
+                 priority: int = 0) -> str:
+    """Create or replace schedule ``name``; answers "created", "replaced" or
+    "unchanged" (the same definition again keeps its cursor and pause).
+    Every argument is checked first (ArgumentError, nothing stored)."""
+    name, g, payload, lane = check_definition(name, cron=cron, every_ms=every_ms, payload=payload, lane=lane,
+                                              tz=tz, catch_up=catch_up, priority=priority)
     first = g.first_after(queue.server_time_ms())
     kind = "every" if isinstance(g, Every) else "cron"
     step, offset = queue.schedule_numbers

@@ -67,6 +67,11 @@ def test_declared_schedules_are_created_once_and_fire_as_tasks(valkey, schedules
     ({"task": "tests.tasks.jobs.add", "every_ms": 1000, "args": [{1, 2}]}, "JSON"),
     ({"queue": "default", "every_ms": 1000, "color": "red"}, "an entry is"),
     ({"every_ms": 1000}, "name a task or a queue"),
+    ({"queue": "default", "every_ms": 1000, "catch_up": 5000}, "catch_up"),
+    ({"queue": "default", "every_ms": 1000, "priority": 101}, "priority"),
+    ({"queue": "default", "every_ms": 1000, "lane": "not-a-lane"}, "lane"),
+    ({"queue": "default", "every_ms": 1000, "payload": 42}, "payload"),
+    ({"queue": "default", "cron": "R 3 * * *"}, "random"),
 ])
 def test_a_bad_declaration_stores_nothing_and_stops_the_worker(valkey, schedules, entry, message):
     schedules({"fine": {"queue": "default", "every_ms": 1000}, "bad": entry})

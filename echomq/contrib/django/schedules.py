@@ -96,8 +96,7 @@ def install(conf: dict | None = None) -> list[tuple[str, str, str]]:
     for queue_name, name, options in plans:
         try:
             queues[queue_name] = get_queue(queue_name)
-            schedules.check_name(name)
-            schedules.grid(options.get("cron"), options.get("every_ms"), options.get("tz", "UTC"))
+            schedules.check_definition(name, **options)
         except ArgumentError as exc:
             raise ImproperlyConfigured(f"ECHOMQ['SCHEDULES'][{name!r}]: {exc}") from None
     out = []
