@@ -441,9 +441,11 @@ class Consumer:
         then return the stats: like rq's burst mode and Oban's
         ``drain_queue`` with recursion. It returns once a claim made with
         no job in hand finds nothing ready. It never parks; jobs scheduled
-        for later stay scheduled, and under a rate limit it waits for the
-        windows. For a project's tests (docs/echomq.md, "Drain: testing
-        your handlers").
+        for later stay scheduled, and under a rate limit it waits for a
+        window only while it holds a ready job back (the claim answers no
+        wait when nothing is ready), so a drain of every job the window
+        allows returns right after the last. For a project's tests
+        (docs/echomq.md, "Drain: testing your handlers").
 
         So that it always ends, it claims at most ``max_new`` jobs admitted
         after it began (their JOB ids minted since: a handler's follow-ups,

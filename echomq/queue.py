@@ -63,9 +63,11 @@ class Reaped(int):
 
 class ClaimedJobs(list):
     """A claim's jobs. ``queue_wait_ms``: the queue's rate limit cut the
-    claim short and nothing can be claimed for that long; ``lane_wait_ms``:
-    it came back short while rate-limited lanes cool, the first reopening
-    then (both 0 when no rate limit held a job back)."""
+    claim short while a job is still ready, and nothing can be claimed for
+    that long; ``lane_wait_ms``: it came back short while a cooling lane
+    holds a ready job (not paused), the first such reopening then (both 0
+    when no rate limit holds a ready job back: a full window with nothing
+    ready behind it is no wait)."""
 
     queue_wait_ms = 0
     lane_wait_ms = 0

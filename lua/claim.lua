@@ -19,12 +19,15 @@ ARGV[4] consumer         the claiming consumer's CSR id, or '' (kept on the row
                          with the claim time, for the completed-job record)
 
 Reply: a flat array, four entries per job: id, payload, token, lane ('' if
-flat). Empty when nothing is ready or the queue is paused. When a rate limit
-(rate.lua) kept jobs back from a claim that came back short, one more entry
-follows the jobs: {queue_wait_ms, lane_wait_ms}, the ms until the queue's
-window reopens (0: it did not cut this claim; nothing can be claimed before
-then) and until the first cooling lane reopens (0: none cools). A queue
-without rate limits never answers it.
+flat). Empty when nothing is ready or the queue is paused. When a claim
+came back short while a rate limit (rate.lua) keeps a ready job back, one
+more entry follows the jobs: {queue_wait_ms, lane_wait_ms}, the ms until
+the queue's window reopens (0: it did not cut this claim, or no job is left
+ready, flat or on the ring; else nothing can be claimed before then) and
+until the first cooling lane that holds a ready job and is not paused
+reopens (0: none). A full window with nothing ready behind it answers no
+wait, so a consumer that drains returns at once. A queue without rate
+limits never answers it.
 
 A claim that takes fewer than n leaves nothing ready, so it empties the wake
 list (P..'wake'): a token left there would only wake a consumer to claim

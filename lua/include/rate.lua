@@ -79,21 +79,47 @@ local function rate_lane_claimed(P, w, lane, now)
   end
 end
 
+-- How many cooling lanes a short claim looks at for one holding a ready job.
+local COOLING_LOOK = 100
+
+-- The ms until the first cooling lane that holds a ready job and is not
+-- paused reopens (its window is all that keeps that job back; a lane at its
+-- active limit counts, as its window, not an ack, puts it back on the ring),
+-- or 0 when none does. It looks at the COOLING_LOOK lanes that reopen first;
+-- when none of them holds one and more lanes cool, it answers the last one's
+-- reopening (one further on may hold one: the consumer looks again then).
+local function rate_lane_wait(P, now)
+  local first = redis.call('ZRANGE', P .. 'cooling', 0, COOLING_LOOK, 'WITHSCORES')  -- one more: are there more?
+  local looked = math.min(#first, 2 * COOLING_LOOK)
+  for i = 1, looked, 2 do
+    local lane = first[i]
+    if redis.call('ZCARD', lane_pending_key(P, lane)) > 0
+        and redis.call('HGET', lane_meta_key(P, lane), 'paused') ~= '1' then
+      return math.max(1, tonumber(first[i + 1]) - now)
+    end
+  end
+  if #first > looked then return math.max(1, tonumber(first[looked]) - now) end
+  return 0
+end
+
 -- The end of a claim that took `taken` of `n`: count them in the queue's
 -- window, and answer the claim's tail {queue_wait_ms, lane_wait_ms}, or nil
--- when no rate limit kept a job back: queue_wait when the queue's window
--- cut the claim short, lane_wait when it came back short while lanes cool.
+-- when no rate limit keeps a ready job back: queue_wait when the queue's
+-- window cut the claim short and a job is still ready (flat, or on a lane
+-- on the ring), lane_wait when it came back short while a cooling lane holds
+-- a ready job (rate_lane_wait). A window that is full while nothing is ready
+-- answers no wait: a drain (or a parked consumer) has nothing to wait for.
 local function rate_claim_end(meta, P, w, now, taken, n)
   if w.jobs and taken > 0 then
     redis.call('HSET', meta, 'rate_start', w.start, 'rate_count', w.used + taken)
   end
   if taken >= n then return nil end
-  local qwait = (taken == w.budget and w.budget < n) and w.wait or 0
-  local lwait = 0
-  if w.lanes then
-    local first = redis.call('ZRANGE', P .. 'cooling', 0, 0, 'WITHSCORES')
-    if #first > 0 then lwait = math.max(1, tonumber(first[2]) - now) end
+  local qwait = 0
+  if taken == w.budget and w.budget < n
+      and (redis.call('ZCARD', P .. 'pending') > 0 or redis.call('LLEN', P .. 'ring') > 0) then
+    qwait = w.wait
   end
+  local lwait = w.lanes and rate_lane_wait(P, now) or 0
   if qwait == 0 and lwait == 0 then return nil end
   return {qwait, lwait}
 end

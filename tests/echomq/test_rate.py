@@ -183,3 +183,117 @@ def test_the_rate_script_writes_exactly_the_limit(q, any_server):
     q.set_rate_limit(None)
     q.lanes.set_rate(lane, None)
     assert set(snapshot(any_server, q)) == {q.k_wake}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.parametrize("where", ["queue", "lane"])
+def test_a_drain_under_a_long_window_returns_right_after_its_last_job(r, where, concurrency):
+    """5 jobs per 10 s and 5 jobs: the window never holds a ready job back,
+    so the drain runs the 5 and returns at once instead of sitting out the
+    window before its last, empty claim (the claim answers no wait when
+    nothing is ready)."""
+    q = Queue("rated", r)
+    lane = ids.mint("PLR") if where == "lane" else None
+    if lane:
+        q.lanes.set_rate(lane, 5, 10_000)
+    else:
+        q.set_rate_limit(5, 10_000)
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 5)
+    began = time.monotonic()
+    stats = Consumer(q, lambda job: None, concurrency=concurrency, beat_ms=60_000).drain()
+    took = time.monotonic() - began
+    assert stats["completed"] == 5 and stats["rate_waits"] == 0
+    assert took < 5, took  # did not wait out the 10 s window (about 0.01 s measured)
+    assert q.counts()["pending"] == 0
+
+
+def test_the_claim_answers_the_queue_wait_only_while_a_ready_job_is_held_back(q, any_server):
+    """claim.lua's exact state under the queue's limit: a claim the window
+    cuts short answers {queue_wait_ms, 0} only when a ready job is left
+    behind (flat, or on a lane on the ring); when nothing is left ready, it
+    answers the jobs alone, and a claim that finds nothing answers [] and
+    writes nothing, however full the window."""
+    q.set_rate_limit(2, 60_000)
+    a, b = (jid for jid, _ in q.enqueue_many([b"a", b"b"]))
+    before = server_ms(any_server)
+    reply = raw_claim(q, 5)
+    assert reply[0::4] == [a.encode(), b.encode()] and len(reply) == 8  # both, no tail: nothing held back
+    state = snapshot(any_server, q)
+    start = int(state[q.k_meta][1][b"rate_start"])
+    assert before <= start <= server_ms(any_server)
+    assert state[q.k_meta] == ("hash", {b"rate_jobs": b"2", b"rate_ms": b"60000", b"rate_start": str(start).encode(),
+                                        b"rate_count": b"2"})
+    assert q.k_wake not in state  # a short claim empties the wake list
+
+    assert raw_claim(q, 5) == []  # the window is full but nothing is ready: no wait
+    assert snapshot(any_server, q) == state
+
+    c, _ = q.enqueue(b"c")  # now a ready job is held back by the window
+    state = snapshot(any_server, q, jobs_only=True)
+    [[qwait, lwait]] = raw_claim(q, 5)
+    assert 0 < qwait <= start + 60_000 - before and lwait == 0
+    assert snapshot(any_server, q) == state  # writes nothing (and empties the wake list)
+
+    lane = ids.mint("PLR")  # a held-back job on a lane on the ring counts too
+    q.remove(c)
+    d, _ = q.enqueue(b"d", lane=lane)
+    [[qwait, lwait]] = raw_claim(q, 5)
+    assert 0 < qwait <= 60_000 and lwait == 0
+    q.lanes.pause(lane)  # a paused lane's job is held back by the pause, not the window
+    state = snapshot(any_server, q, jobs_only=True)
+    assert raw_claim(q, 5) == []
+    assert snapshot(any_server, q, jobs_only=True) == state
+
+
+def test_the_claim_answers_a_lane_wait_only_while_a_cooling_lane_holds_a_ready_job(q, any_server):
+    """claim.lua's exact state under a lane's limit: the lane cools when its
+    window fills, whether or not it holds more; the claim answers
+    {0, lane_wait_ms} only while a cooling lane holds a ready job it would
+    serve but for the window (not a paused one). Resuming a cooling lane
+    that holds jobs pushes a wake token, so a parked consumer learns the wait."""
+    lane = ids.mint("PLR")
+    q.lanes.set_rate(lane, 1, 60_000)
+    a, _ = q.enqueue(b"a", lane=lane)
+    reply = raw_claim(q, 5)
+    assert reply[0::4] == [a.encode()] and len(reply) == 4  # the lane cooled empty: no tail
+    meta = f"{q.prefix}g:{lane}:meta"
+    state = snapshot(any_server, q)
+    start = int(any_server.hget(meta, "rate_start"))
+    assert state[meta] == ("hash", {b"rate_jobs": b"1", b"rate_ms": b"60000", b"rate_start": str(start).encode(),
+                                    b"rate_count": b"1", b"active": b"1", b"cooling": b"1"})
+    assert state[q.prefix + "cooling"] == ("zset", [(lane.encode(), start + 60_000.0)])
+    assert raw_claim(q, 5) == []
+    assert snapshot(any_server, q) == state
+
+    b, _ = q.enqueue(b"b", lane=lane)  # now the window holds a ready job back
+    state = snapshot(any_server, q, jobs_only=True)
+    [[qwait, lwait]] = raw_claim(q, 5)
+    assert qwait == 0 and 0 < lwait <= 60_000
+    assert snapshot(any_server, q) == state
+
+    q.lanes.pause(lane)
+    state = snapshot(any_server, q, jobs_only=True)
+    assert raw_claim(q, 5) == []  # paused: the window holds nothing back
+    assert snapshot(any_server, q) == state
+    q.lanes.resume(lane)
+    assert any_server.lrange(q.k_wake, 0, -1) == [b"1"]  # cooling, not servable: yet a parked consumer looks
+    [[qwait, lwait]] = raw_claim(q, 5)
+    assert qwait == 0 and 0 < lwait <= 60_000
+
+
+def test_the_lane_wait_looks_at_the_first_100_cooling_lanes(q, any_server):
+    """A short claim looks for a cooling lane that holds a ready job among
+    the 100 that reopen first: 100 that cooled empty hold nothing back; with
+    a 101st, it cannot tell, and answers the 100th's reopening (to look
+    again then) rather than a wait of 0 that could strand a held job."""
+    lanes = sorted(ids.mint("PLR") for _ in range(101))
+    for lane in lanes:
+        q.lanes.set_rate(lane, 1, 60_000)
+    q.enqueue_many([{"payload": b"x", "lane": lane} for lane in lanes[:100]])
+    reply = raw_claim(q, 200)
+    assert len(reply) == 400  # 100 jobs, no tail: every cooling lane is empty
+    assert any_server.zcard(q.prefix + "cooling") == 100
+    q.enqueue(b"x", lane=lanes[100])
+    reply = raw_claim(q, 200)
+    assert len(reply) == 5 and reply[-1][0] == 0 and 0 < reply[-1][1] <= 60_000
+    assert raw_claim(q, 1)[-1][1] > 0  # the 101st lane cooled too: still conservative

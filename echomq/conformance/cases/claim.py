@@ -1,5 +1,5 @@
 """claim: lease up to n ready jobs, flat first, then lanes in ring order, on the server clock."""
-from ..dsl import A, B, C, CSR, L1, L2, MAX_BATCH, MAX_MS, World, call, case, key, refusals
+from ..dsl import A, B, C, CSR, L1, L2, LIVE, MAX_BATCH, MAX_MS, World, call, case, key, now, refusals
 
 
 def claim(lease_ms=60000, n=1, consumer=CSR, **kw):
@@ -43,6 +43,19 @@ CASES = [
     case("rate-cut", "the queue's rate window allows 2 of 3: a fresh window opens now with 2 claimed; the "
          "reply ends with {queue_wait_ms 60000, lane_wait_ms 0}",
          World().meta(rate_jobs=2, rate_ms=60000).pending(A).pending(B).pending(C).wake(), claim(n=3)),
+    case("rate-cut-nothing-left", "the queue's rate window allows 2 and 2 are ready: both are claimed; no tail, as "
+         "no ready job is left for the window to hold back",
+         World().meta(rate_jobs=2, rate_ms=60000).pending(A).pending(B).wake(2), claim(n=3)),
+    case("rate-full-nothing-ready", "a full window with nothing ready: answers an empty array, no tail (nothing to "
+         "wait for); the wake list is emptied and nothing else changes",
+         World().meta(rate_jobs=2, rate_ms=60000, rate_start=now(), rate_count=2).wake(), claim(n=3)),
+    case("rate-cut-lane-held", "the queue's window allows 1: the flat job is claimed and a lane on the ring is "
+         "held back, so the reply ends with {queue_wait_ms 60000, lane_wait_ms 0}",
+         World().meta(rate_jobs=1, rate_ms=60000).pending(A).pending(B, lane=L1).wake(2), claim(n=3)),
+    case("rate-cut-paused-lane", "the queue's window allows 1 and the only other ready job is on a paused lane "
+         "(off the ring): the pause holds it, not the window, so no tail",
+         World().meta(rate_jobs=1, rate_ms=60000).pending(A).lane(L1, paused=True).pending(B, lane=L1).wake(2),
+         claim(n=3)),
     case("rate-room", "a window with room for the whole claim counts it and adds no tail",
          World().meta(rate_jobs=5, rate_ms=60000).pending(A).pending(B), claim(n=2)),
     case("rate-window-over", "a window that has closed starts again at this claim",
@@ -51,6 +64,16 @@ CASES = [
          "the window's end; the short claim's tail names the lane's wait",
          World().meta(lane_rates=1).pending(A, lane=L1).pending(B, lane=L1)
          .raw(key(f"g:{L1}:meta"), {"hash": {"rate_jobs": "1", "rate_ms": "60000"}}), claim(n=5)),
+    case("lane-rate-cools-empty", "a lane whose window fills as its last ready job is claimed cools all the same "
+         "(meta cooling 1, scored in cooling), but holds nothing back: no tail",
+         World().meta(lane_rates=1).pending(A, lane=L1)
+         .raw(key(f"g:{L1}:meta"), {"hash": {"rate_jobs": "1", "rate_ms": "60000"}}), claim(n=5)),
+    case("lane-cooling-paused", "a cooling lane that holds a ready job but is paused: the pause holds it, not the "
+         "window, so an empty array and no tail; nothing changes",
+         World().meta(lane_rates=1).pending(A, lane=L1).ring()
+         .raw(key(f"g:{L1}:meta"), {"hash": {"paused": "1", "rate_jobs": "1", "rate_ms": "60000",
+                                             "rate_start": str(LIVE - 60000), "rate_count": "1", "cooling": "1"}})
+         .raw(key("cooling"), {"zset": {L1: LIVE}}), claim(n=1)),
     case("lane-rate-reopens", "a cooling lane whose window has ended goes back on the ring and is served",
          World().meta(lane_rates=1).pending(A, lane=L1).ring()
          .raw(key(f"g:{L1}:meta"), {"hash": {"rate_jobs": "1", "rate_ms": "60000", "rate_start": "1000",

@@ -1,9 +1,17 @@
 """lane: pause, resume or limit one lane, keeping the ring in step."""
-from ..dsl import A, B, L1, MAX_COUNT, World, call, case, refusals
+from ..dsl import A, B, L1, LIVE, MAX_COUNT, World, call, case, key, lane_key, refusals
 
 
 def lane(op="pause", value=0, lane=L1, **kw):
     return call("lane", lane=lane, op=op, value=value, **kw)
+
+
+def cooling_paused(world):
+    """L1 paused and cooling (its window full, off the ring until LIVE)."""
+    return (world.raw(lane_key(L1, "meta"), {"hash": {"paused": "1", "rate_jobs": "1", "rate_ms": "60000",
+                                                      "rate_start": str(LIVE - 60000), "rate_count": "1",
+                                                      "cooling": "1"}})
+            .raw(key("cooling"), {"zset": {L1: LIVE}}).meta(lane_rates=1).ring())
 
 
 CASES = [
@@ -23,6 +31,12 @@ CASES = [
          World(), lane("pause")),
     case("resume-empty", "resuming a lane with no jobs and no other setting forgets it: answers 0",
          World().lane(L1, paused=True), lane("resume")),
+    case("resume-cooling", "resuming a paused lane that holds a ready job but cools: paused goes, it stays off "
+         "the ring (cooling); one wake token, so a parked consumer claims and learns the lane's wait; answers 0",
+         cooling_paused(World().pending(A, lane=L1)), lane("resume")),
+    case("resume-cooling-empty", "resuming a paused cooling lane that holds no job: paused goes; no wake token "
+         "(nothing waits for the window); answers 0", cooling_paused(World()).raw(key("lanes"), {"set": [L1]}),
+         lane("resume")),
     *refusals("lane", World().pending(A, lane=L1).wake(), {"lane": L1, "op": "limit", "value": 2},
               {"P": "P", "lane": "lane", "value": ("int", 0, MAX_COUNT),
                "op": [("", "empty", "empty"), ("PAUSE", "upper", "in upper case"),
