@@ -356,7 +356,10 @@ class Queue:
         batch.add("pause", (self.k_meta,), (self.prefix, "1" if paused else "0"))
 
     def requeue_dead(self, job_id: str) -> None:
-        """Give a dead job a fresh set of attempts (JobNotFound, WrongState)."""
+        """Give a dead job a fresh set of attempts (JobNotFound, WrongState).
+        A job that held a unique key takes it again, with the TTL its
+        enqueue gave; while another live job holds the key the requeue is
+        refused (WrongState, naming the holder) and nothing changes."""
         self._run("requeue", (self.job_key(job_id), self.k_dead), (self.prefix, job_id))
 
     def remove(self, job_id: str) -> str | None:
@@ -455,7 +458,7 @@ class Queue:
             k = k.decode()
             out[k] = v if k == "payload" else v.decode(errors="replace")
         for k in ("attempts", "base", "stalled", "created", "died", "claimed", "children", "children_left",
-                  "wait", "wait_seq"):
+                  "wait", "wait_seq", "unique_ttl"):
             if out.get(k):
                 out[k] = int(out[k])
         for k in ("progress", "result"):  # JSON a handler left (progress.lua, result.lua)

@@ -11,7 +11,8 @@ ARGV[5] delay_ms         0 for ready now
 ARGV[6] priority         optional (with 7 and 8): -100..100, higher first in its
                          ready set (priority.lua); 0 by default
 ARGV[7] unique_key       '' or a key held while the job lives (unique.lua)
-ARGV[8] unique_ttl_ms    0 (held until the job ends) or at most this long
+ARGV[8] unique_ttl_ms    0 (held until the job ends) or at most this long (kept
+                         on the row as `unique_ttl`, for requeue.lua)
 
 The contract's five arguments, or all eight.
 Replies: 1 enqueued, 2 scheduled, 0 duplicate (the row exists; nothing changed);
@@ -52,7 +53,10 @@ redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', ARGV
   'created', now)
 if lane ~= '' then redis.call('HSET', KEYS[1], 'lane', lane) end
 if priority ~= 0 then redis.call('HSET', KEYS[1], 'priority', priority) end
-if ukey ~= '' then redis.call('HSET', KEYS[1], 'unique', ukey) end
+if ukey ~= '' then
+  redis.call('HSET', KEYS[1], 'unique', ukey)
+  if uttl > 0 then redis.call('HSET', KEYS[1], 'unique_ttl', uttl) end  -- a requeue takes the key again with it
+end
 
 if delay > 0 then
   redis.call('HSET', KEYS[1], 'state', 'scheduled')

@@ -1,9 +1,11 @@
 -- Unique jobs. enqueue with a unique key K takes P..'unique:'..K (a string
 -- holding the JOB id, PEXPIREd at unique_ttl_ms when one is given) and
--- records K on the row (field `unique`). While the holder's row exists, an
--- enqueue with K answers the holder's id and writes nothing. Every terminal
--- transition (complete, dead-letter, remove, cancel) releases the key, but
--- only if it still names that job: after the TTL another job may hold it.
+-- records K on the row (field `unique`, and the TTL in `unique_ttl`). While
+-- the holder's row exists, an enqueue with K answers the holder's id and
+-- writes nothing. Every terminal transition (complete, dead-letter, remove,
+-- cancel) releases the key, but only if it still names that job: after the
+-- TTL another job may hold it. requeue.lua takes it again for a dead job it
+-- requeues, with the same TTL, or refuses when another live job holds it.
 --- @include "args"
 local MAX_UNIQUE = 200          -- a unique key, in bytes
 

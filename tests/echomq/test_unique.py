@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from echomq import ArgumentError, Cancelled, Queue, ids
+from echomq import ArgumentError, Cancelled, Queue, WrongState, ids
 
 from .helpers import snapshot
 
@@ -140,6 +140,79 @@ def test_a_unique_enqueue_writes_exactly_the_row_the_set_and_the_key(q, any_serv
     assert [(e.type, e.job) for e in q.events("0")] == [("enqueued", jid)]
     row = state[q.job_key(jid)][1]
     assert {k: v for k, v in row.items() if k != b"created"} == {
-        b"state": b"pending", b"attempts": b"0", b"payload": b"x", b"priority": b"2", b"unique": b"user:1"}
+        b"state": b"pending", b"attempts": b"0", b"payload": b"x", b"priority": b"2", b"unique": b"user:1",
+        b"unique_ttl": b"60000"}  # the TTL too, for a requeue to take the key again with it
     assert state[q.k_pending] == ("zset", [(jid.encode(), -2.0)])
+    assert any_server.get(ukey(q)) == jid.encode()
+
+
+def _dead(q, jid):
+    job = q.claim(lease_ms=60_000)
+    assert job.id == jid and q.retry(jid, job.attempts, max_attempts=1, error="boom") == "dead"
+
+
+@pytest.mark.parametrize("ttl", [None, 60_000])
+def test_a_requeued_dead_job_retakes_its_free_key(q, any_server, ttl):
+    """requeue.lua's exact state when the job's key is free: the job is
+    ready again as a requeue makes it (row, pending set, wake token, event)
+    and holds its key again, with the TTL its enqueue gave (none: until it
+    ends), so a second enqueue with the key is a duplicate until the
+    requeued job ends, which releases the key."""
+    jid, _ = q.enqueue(b"x", unique_key="user:1", unique_ttl_ms=ttl)
+    _dead(q, jid)
+    assert not any_server.exists(ukey(q))  # dead-lettering released it
+    before = snapshot(any_server, q)
+    q.requeue_dead(jid)
+    after = snapshot(any_server, q)
+
+    row = dict(before[q.job_key(jid)][1])
+    del row[b"died"]
+    row.update({b"state": b"pending", b"base": b"1", b"stalled": b"0"})
+    expected = {k: v for k, v in before.items() if k not in (q.k_dead, q.k_events)}
+    expected.update({q.job_key(jid): ("hash", row), q.k_pending: ("zset", [(jid.encode(), 0.0)]),
+                     q.k_wake: ("list", before.get(q.k_wake, ("list", []))[1] + [b"1"]),
+                     ukey(q): ("string", after[ukey(q)][1])})
+    assert {k: v for k, v in after.items() if k != q.k_events} == expected
+    assert any_server.get(ukey(q)) == jid.encode()
+    pttl = any_server.pttl(ukey(q))
+    assert pttl == -1 if ttl is None else 0 < pttl <= ttl
+    assert [(e.type, e.job) for e in q.events("0")][-1] == ("requeued", jid)
+    assert q.job(jid).get("unique_ttl") == ttl
+
+    state = snapshot(any_server, q)
+    assert q.enqueue(b"y", unique_key="user:1") == (jid, "duplicate")  # held again: nothing written
+    assert snapshot(any_server, q) == state
+    job = q.claim(lease_ms=60_000)
+    assert job.id == jid and q.complete(jid, job.attempts)
+    assert not any_server.exists(ukey(q))  # released at its end
+    again, status = q.enqueue(b"z", unique_key="user:1")
+    assert status == "enqueued" and again != jid
+
+
+def test_a_requeue_whose_key_another_live_job_holds_is_refused_and_changes_nothing(q, any_server):
+    """While another live job holds the dead job's key, requeueing it would
+    run a second job with the key: WrongState naming the holder, and not one
+    key changes. Once the holder ends, the requeue goes through and takes the key."""
+    jid, _ = q.enqueue(b"x", unique_key="user:1")
+    _dead(q, jid)
+    holder, status = q.enqueue(b"y", unique_key="user:1", unique_ttl_ms=60_000)
+    assert status == "enqueued"
+    before = snapshot(any_server, q)
+    with pytest.raises(WrongState, match=f"unique key user:1 is held by live job {holder}"):
+        q.requeue_dead(jid)
+    assert snapshot(any_server, q) == before
+    assert 0 < any_server.pttl(ukey(q)) <= 60_000  # the holder's TTL untouched
+
+    job = q.claim(lease_ms=60_000)
+    assert job.id == holder and q.complete(holder, job.attempts)
+    q.requeue_dead(jid)
+    assert q.job(jid)["state"] == "pending" and any_server.get(ukey(q)) == jid.encode()
+    assert any_server.pttl(ukey(q)) == -1  # its own enqueue asked for no TTL
+
+
+def test_a_requeue_retakes_a_key_that_names_a_job_that_is_gone(q, any_server):
+    jid, _ = q.enqueue(b"x", unique_key="user:1")
+    _dead(q, jid)
+    any_server.set(ukey(q), ids.mint("JOB"))  # a holder whose row is gone: the key is free
+    q.requeue_dead(jid)
     assert any_server.get(ukey(q)) == jid.encode()

@@ -52,7 +52,7 @@ CASES = [
     case("priority-delayed", "a delayed job keeps its priority on the row (promote scores it then)",
          None, enqueue(delay_ms=60000, priority=3)),
     case("unique-take", "a unique key is taken: unique:<key> holds the id, PEXPIREd at unique_ttl_ms; the row "
-         "names its key", None, enqueue(unique_key="user:1", unique_ttl_ms=60000)),
+         "names its key and keeps the TTL (unique_ttl, for a requeue)", None, enqueue(unique_key="user:1", unique_ttl_ms=60000)),
     case("unique-no-ttl", "a unique key without a TTL is held until the job ends (no expiry)",
          None, enqueue(unique_key="user:1")),
     case("unique-duplicate", "a live holder of the key: answers the holder's id and nothing changes",
