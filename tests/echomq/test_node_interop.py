@@ -113,3 +113,23 @@ def test_a_killed_node_consumer_is_reaped_by_python_and_completed_once(valkey_se
     assert (record["state"], record["attempts"], record["consumer"]) == ("completed", 2, None)
     assert q.counts()["completed"] == 1
     assert "completed" not in node.output().split(f"started {jid}")[1]
+
+
+def test_a_node_consumer_under_a_rate_limit_takes_every_job_once_and_waits_for_the_window(valkey_server, r, tmp_path):
+    """A claim cut short by the limit ends its reply with the waits; the
+    Node client reads the jobs before them (it used to read the waits as a
+    job and lose the claim) and parks until the window opens."""
+    q = Queue("interop", r)
+    q.set_rate_limit(3, 1000)
+    sent = {jid for jid, _ in q.enqueue_many([f"job {i}".encode() for i in range(9)])}
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--concurrency", "8", "--beat-ms", "30000")
+    try:  # a beat of 30 s: only the windows' waits can bring the last six in time
+        wait_for(lambda: q.counts()["completed"] == 9, timeout=20, what="nine jobs at three per second")
+    finally:
+        code = node.stop()
+    log = node.output()
+    assert code == 0 and "claim failed" not in log, log
+    assert sorted(re.findall(r"^handled (JOB\w+)", log, re.M)) == sorted(sent)
+    starts = sorted(rec["claimed"] for rec in q.completed_jobs(100))  # server ms of each claim
+    assert all(later - earlier >= 1000 for earlier, later in zip(starts, starts[3:])), starts  # 3 per window

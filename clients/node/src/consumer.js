@@ -5,7 +5,8 @@
 //   while not stopped:
 //     free = concurrency - jobs in hand        (none free: wait for one)
 //     claim up to `free` jobs; start a handler for each
-//     claimed fewer than free -> BLPOP emq:{q}:wake for up to one beat
+//     claimed fewer than free -> BLPOP emq:{q}:wake for up to one beat, or
+//       until the rate window that held a ready job back opens
 //
 // A handler that returns completes its job (complete with the token); one
 // that throws has it retried after a backoff, dead-lettered at maxAttempts.
@@ -83,7 +84,7 @@ export class Consumer {
           continue;
         }
         for (const job of jobs) this.start(job);
-        if (jobs.length < free) await this.park();
+        if (jobs.length < free) await this.park(Math.min(...[jobs.queueWaitMs, jobs.laneWaitMs].filter((w) => w > 0)));
       }
       const deadline = Date.now() + this.graceMs;
       await Promise.race([Promise.allSettled([...this.inHand.values()].map((h) => h.done)),
@@ -97,9 +98,11 @@ export class Consumer {
       + `stale=${s.stale} cancelled=${s.cancelled} left_leased=${this.inHand.size}`);
   }
 
-  async park() {
+  // Wait for a wake token for up to a beat, or until a rate window opens
+  // (waitMs, when a limit held back a ready job: no token comes for that).
+  async park(waitMs = Infinity) {
     try {
-      await this.blocker.blpop(this.queue.wakeKey, this.beatMs / 1000);
+      await this.blocker.blpop(this.queue.wakeKey, Math.max(1, Math.min(this.beatMs, waitMs)) / 1000);
     } catch (err) {
       if (!this.stopping) {
         this.log(`consumer ${this.id} park failed (${err.message})`);

@@ -91,15 +91,21 @@ export class Queue {
   }
 
   // Lease up to n ready jobs under a lease of leaseMs on the server clock.
+  // The array also carries queueWaitMs and laneWaitMs: when a rate limit
+  // holds back a ready job, the ms until a window opens (0 otherwise), from
+  // the reply's last entry.
   async claim({ n = 1, leaseMs = 30000, consumer = '' } = {}) {
     checkInt(n, 'n', 1, MAX_BATCH);
     checkInt(leaseMs, 'leaseMs', 1, MAX_MS);
     if (consumer && !isValid(consumer)) throw new ArgumentError(`consumer must be a branded id, got ${consumer}`);
     const reply = await this.run('claim', { lease_ms: leaseMs, n, consumer });
     const jobs = [];
-    for (let i = 0; i < reply.length; i += 4) {
+    for (let i = 0; i + 3 < reply.length; i += 4) {
       jobs.push(new Job(reply[i].toString(), reply[i + 1], Number(reply[i + 2]), reply[i + 3].toString()));
     }
+    const waits = reply.length % 4 === 1 ? reply[reply.length - 1] : [0, 0];
+    jobs.queueWaitMs = Number(waits[0]);
+    jobs.laneWaitMs = Number(waits[1]);
     return jobs;
   }
 
