@@ -73,6 +73,23 @@ def test_requeue_of_a_job_that_is_not_dead_is_409(staff_client, queue):
     assert queue.job(jid)["state"] == "pending"
 
 
+def test_requeue_of_a_dead_job_whose_unique_key_another_job_holds_is_409_and_says_so(staff_client, queue):
+    jid, _ = queue.enqueue(b"x", unique_key="nightly")
+    job = queue.claim(lease_ms=60_000)
+    assert queue.retry(job.id, job.attempts, delay_ms=0, max_attempts=1, error="boom") == "dead"
+    holder, status = queue.enqueue(b"y", unique_key="nightly")  # the key was released: a new job takes it
+    assert status == "enqueued"
+    resp = staff_client.post(f"/admin/queues/cm/jobs/{jid}/requeue/", {"confirm": "yes"})
+    page = resp.content.decode()
+    assert resp.status_code == 409 and "The unique key is taken" in page and holder in page, page[:2000]
+    assert "someone got there first" not in page
+    assert queue.job(jid)["state"] == "dead" and queue.job(holder)["state"] == "pending"
+    resp = staff_client.post("/admin/queues/cm/dead/", {"action": "requeue", "ids": [jid], "confirm": "yes"},
+                             follow=True)
+    assert "unique key another live job holds" in resp.content.decode()
+    assert queue.job(jid)["state"] == "dead"
+
+
 def test_bulk_with_a_bad_id_changes_nothing(staff_client, queue):
     jid = make_dead(queue)
     resp = staff_client.post("/admin/queues/cm/dead/", {"action": "remove", "ids": [jid, "JOB!"], "confirm": "yes"})

@@ -432,8 +432,12 @@ def requeue(request, queue, job_id):
                                                        "error": row.get("last_error")}])
     try:
         q.requeue_dead(jid)
-    except (JobNotFound, WrongState):
+    except (JobNotFound, WrongState) as exc:
         state = (q.job(jid) or {}).get("state", "gone")
+        if state == "dead":  # still dead: another live job holds its unique key (the error names it)
+            raise PageError(409, "The unique key is taken",
+                            f"{str(exc).removeprefix('EMQSTATE ')}; nothing changed. Requeue it once that job "
+                            "has ended, or remove it.", q.name) from None
         raise PageError(409, "Not a dead job",
                         f"Job {jid} is {state} now, not dead: someone got there first; nothing changed.",
                         q.name) from None
@@ -553,7 +557,8 @@ def dead_bulk(request, queue):
                                                       f"{len(done)} at once).")
         messages.success(request, f"{len(done)} dead job{'s' * (len(done) != 1)} {verb}.")
     if skipped:
-        messages.warning(request, f"{len(skipped)} job{'s' * (len(skipped) != 1)} no longer dead "
-                                  f"or gone, left as they were: {', '.join(skipped[:10])}"
+        messages.warning(request, f"{len(skipped)} job{'s' * (len(skipped) != 1)} no longer dead, gone, "
+                                  f"or with a unique key another live job holds, left as they were: "
+                                  f"{', '.join(skipped[:10])}"
                                   f"{' …' if len(skipped) > 10 else ''}")
     return _back(request, queue_url(q.name))
