@@ -38,6 +38,14 @@ STATES = ("pending", "active", "scheduled", "dead", "completed")
 MAX_MINUTES = 7 * 24 * 60  # per_minute looks back at most a week
 
 
+def check_unique_key(unique_key) -> str:
+    """A unique key as the scripts take it (``lua/include/unique.lua``); ArgumentError otherwise."""
+    unique_key = keyspace._text(unique_key, "unique_key")
+    if not UNIQUE_KEY.fullmatch(unique_key):
+        raise ArgumentError(f"unique_key must be 1 to {MAX_UNIQUE} of [A-Za-z0-9._:@/+=-], got {unique_key[:80]!r}")
+    return unique_key
+
+
 def _text(b) -> str | None:
     return b.decode() if isinstance(b, bytes) else b
 
@@ -119,10 +127,7 @@ class Queue:
                 raise ArgumentError("unique_ttl_ms needs a unique_key")
             unique_key = ""
         else:
-            unique_key = keyspace._text(unique_key, "unique_key")
-            if not UNIQUE_KEY.fullmatch(unique_key):
-                raise ArgumentError(f"unique_key must be 1 to {MAX_UNIQUE} of [A-Za-z0-9._:@/+=-], "
-                                    f"got {unique_key[:80]!r}")
+            unique_key = check_unique_key(unique_key)
         return job_id, keys, args + (priority, unique_key, ttl)
 
     _STATUS = {0: "duplicate", 1: "enqueued", 2: "scheduled"}

@@ -7,7 +7,9 @@ split the slots evenly, and every process derives the same names from
 (name, S). A job on a lane goes to the lane's shard (a stable CRC32 of the
 lane), so one player's jobs stay on one shard, in order; a job without a lane
 goes to its JOB id's shard. Either way an enqueue repeated with the same id
-and lane reaches the same shard, so the id stays the idempotency key.
+and lane reaches the same shard, so the id stays the idempotency key. (A job
+with a unique key and no lane must also be on the key's shard: its id is one
+of that shard, see ``ShardedQueue.enqueue``.)
 """
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from .. import flows as _flows
 from ..checks import (MAX_BATCH, MAX_MS, MAX_PROGRESS, MAX_TEXT, check_claim, check_int, check_json, check_pairs,
                       check_seconds, check_token, enqueue_items)
 from ..cluster import node_of
-from ..errors import UNAVAILABLE, JobNotFound, WrongState, translate, translated
-from ..queue import DEFAULT_LEASE_MS, Queue, Reaped
+from ..errors import UNAVAILABLE, ArgumentError, JobNotFound, WrongState, translate, translated
+from ..queue import DEFAULT_LEASE_MS, Queue, Reaped, check_unique_key
 from ..rates import rate_args
 from ..schedules import check_name
 from .batching import NodeBatch, ShardedBatch
@@ -54,8 +54,13 @@ class ShardedQueue:
         return f"<ShardedQueue {self.name} x{len(self.shards)}>"
 
     # -- placement ----------------------------------------------------------
-    def shard_index(self, *, lane: str | None = None, job_id: str | None = None) -> int:
-        """The shard a job goes to: its lane's, else its id's."""
+    def shard_index(self, *, lane: str | None = None, job_id: str | None = None,
+                    unique_key: str | None = None) -> int:
+        """The shard a job goes to: its lane's; else its unique key's (a
+        CRC32 of the key); else its id's. Without a lane, a job with a key
+        must have an id of the key's shard too (see :meth:`enqueue`)."""
+        if unique_key is not None and not lane:
+            return zlib.crc32(check_unique_key(unique_key).encode()) % len(self.shards)
         return shard_of(lane=lane, job_id=job_id, shards=len(self.shards))
 
     def shard_for(self, *, lane: str | None = None, job_id: str | None = None) -> Queue:
@@ -88,20 +93,33 @@ class ShardedQueue:
     # -- admission ------------------------------------------------------------
     def enqueue(self, payload, *, job_id: str | None = None, lane: str | None = None,
                 delay_ms: int | None = None, **options) -> tuple[str, str]:
-        """As Queue.enqueue (``options``: priority, unique_key, unique_ttl_ms)."""
-        job_id = ids.mint("JOB") if job_id is None else job_id
-        return self._placed(lane, job_id, options.get("unique_key")).enqueue(
-            payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
+        """As Queue.enqueue (``options``: priority, unique_key, unique_ttl_ms),
+        on the job's shard: its lane's, else its id's.
+
+        A job with a ``unique_key`` and no lane lives on the key's shard, so
+        every enqueue of the key meets its holder there (a live holder
+        answers its id and ``"duplicate"``), and on its id's shard, so the
+        id stays the idempotency key across the shards (an id lives on one
+        shard only): its id must be one of the key's shard. Without
+        ``job_id`` one is minted for that shard (:meth:`mint_job_id`); an
+        explicit ``job_id`` of another shard raises ArgumentError, nothing
+        written -- admitting it would make it a second job of that id (on
+        the key's shard and on the id's). Give such a job a lane, or an id
+        from ``mint_job_id(unique_key=...)``. With a lane, the lane's shard
+        holds the job and the key is unique among that shard's lanes."""
+        shard, job_id = self._placed(lane, job_id, options.get("unique_key"))
+        return shard.enqueue(payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options)
 
     def enqueue_many(self, items: Iterable) -> list[tuple[str, str]]:
-        """As Queue.enqueue_many: every item validated first, then one
-        pipeline (one batch per node)."""
+        """As Queue.enqueue_many, each item placed as :meth:`enqueue` places
+        it: every item validated first (one refused refuses the call,
+        nothing written), then one pipeline (one batch per node)."""
         batch = NodeBatch(self.client)
         job_ids = []
         for payload, job_id, lane, delay_ms, options in enqueue_items(items):
-            job_id = job_id or ids.mint("JOB")  # minted here: the id may choose the shard
-            job_ids.append(self._placed(lane, job_id, options.get("unique_key")).add_enqueue(
-                batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options))
+            # minted here, when not given: the id chooses the shard
+            shard, job_id = self._placed(lane, job_id, options.get("unique_key"))
+            job_ids.append(shard.add_enqueue(batch, payload, job_id=job_id, lane=lane, delay_ms=delay_ms, **options))
         out = []
         for job_id, reply in zip(job_ids, batch.run()):
             if isinstance(reply, Exception):
@@ -384,13 +402,48 @@ class ShardedQueue:
     # Priorities need nothing here: a job's priority orders its own ready set,
     # on its own shard. The rest, and how each works across shards:
 
-    def _placed(self, lane: str | None, job_id: str, unique_key: str | None) -> Queue:
-        """A job's shard: its lane's; else its unique key's, so every enqueue
-        of a key meets the key's holder; else its id's. (With a lane, a
-        unique key is unique among the lanes of the lane's shard.)"""
-        if lane or not unique_key:
-            return self.shard_for(lane=lane, job_id=job_id)
-        return self.shards[zlib.crc32(keyspace._text(unique_key, "unique_key").encode()) % len(self.shards)]
+    def _placed(self, lane: str | None, job_id: str | None, unique_key: str | None) -> tuple[Queue, str]:
+        """(shard, job id) of a job to enqueue (the id minted when None).
+
+        With a lane: the lane's shard (a unique key is unique among the
+        lanes of that shard). Without one: the id's shard, so an id is one
+        job on one shard whatever else an enqueue of it says; with a unique
+        key that must also be the key's shard, so every enqueue of the key
+        meets its holder. So a minted id is minted for the key's shard, and
+        an explicit id of another shard is refused (ArgumentError, before
+        anything is sent): both rules cannot hold for it, and either broken
+        would admit a second job (two of one id, or two holders of one key)."""
+        if lane or unique_key is None:
+            job_id = ids.mint("JOB") if job_id is None else job_id
+            return self.shard_for(lane=lane, job_id=job_id), job_id
+        home = self.shard_index(unique_key=unique_key)
+        if job_id is None:
+            return self.shards[home], self._mint_on(home)
+        own = self.shard_index(job_id=job_id)
+        if own != home:
+            raise ArgumentError(
+                f"{self!r}: a job with unique_key {unique_key!r} and no lane lives on its key's shard, "
+                f"{self.shards[home].name}, and a job id on its own shard; {job_id} is one of "
+                f"{self.shards[own].name}, so it would be a second job of that id. Leave job_id out (one of "
+                f"the key's shard is minted), take one from mint_job_id(unique_key=...), or give the job a lane")
+        return self.shards[home], job_id
+
+    def _mint_on(self, i: int) -> str:
+        """A fresh JOB id of shard ``i``: minted until one falls there
+        (about S mints of a microsecond or two)."""
+        n = len(self.shards)
+        while True:
+            job_id = ids.mint("JOB")
+            if zlib.crc32(job_id.encode()) % n == i:
+                return job_id
+
+    def mint_job_id(self, *, unique_key: str | None = None) -> str:
+        """A fresh JOB id; with ``unique_key``, one of the key's shard, which
+        an enqueue with that key and no lane takes as its ``job_id`` (for an
+        id needed before the job is admitted)."""
+        if unique_key is None:
+            return ids.mint("JOB")
+        return self._mint_on(self.shard_index(unique_key=unique_key))
 
     def _schedule_shard(self, name: str, lane: str | None) -> int:
         """A schedule lives on its lane's shard, else on its name's: one

@@ -1,10 +1,11 @@
 """Issue 21 on the local 3+3 Valkey Cluster (``valkey_cluster``): every new
 script runs in one slot (a cross-slot key would be refused), a plain Queue
 and a ShardedQueue schedule, prioritise, rate-limit and deduplicate there,
-and a sharded queue's queue-wide limit is split over its shards."""
+a sharded queue's queue-wide limit is split over its shards, and a unique
+job's id and key meet on one shard."""
 import pytest
 
-from echomq import Queue, Reaper, ShardedQueue, ids
+from echomq import ArgumentError, Queue, Reaper, ShardedQueue, ids
 from echomq.cluster import node_of
 from echomq.schedules import tick_job_id
 from echomq.testing import drain
@@ -93,3 +94,23 @@ def test_a_sharded_drain_on_the_cluster_runs_every_ready_job(rc):
     q.enqueue_many([{"payload": b"x", "lane": lanes[i % 5], "priority": i % 3} for i in range(40)] + [b"f"] * 20)
     stats = drain(q, lambda job: None, concurrency=4, beat_ms=600_000)  # a park would hang the test
     assert stats["completed"] == 60 and q.counts()["pending"] == 0
+
+
+def test_a_sharded_unique_job_on_the_cluster_is_one_job_of_its_id_and_its_key(rc):
+    """Without a lane the key's shard holds the job, and its id is one of that
+    shard: the id stays one job, the key one holder; an id of another shard
+    with that key is refused, nothing written."""
+    q = ShardedQueue("un21", rc, shards=6)
+    home = q.shard_index(unique_key="order:7")
+    jid, status = q.enqueue(b"a", unique_key="order:7")
+    assert status == "enqueued" and q.shard_index(job_id=jid) == home
+    other = next(k for k in (f"order:{n}" for n in range(100)) if q.shard_index(unique_key=k) != home)
+    before = sorted(q.keys())
+    with pytest.raises(ArgumentError, match="mint_job_id"):
+        q.enqueue(b"b", job_id=jid, unique_key=other)
+    assert sorted(q.keys()) == before
+    assert q.enqueue(b"c", job_id=jid) == (jid, "duplicate")
+    assert q.enqueue(b"d", unique_key="order:7") == (jid, "duplicate")
+    assert q.enqueue(b"e", job_id=q.mint_job_id(unique_key="order:7"), unique_key="order:7") == (jid, "duplicate")
+    assert [s.name for s in q.shards if rc.exists(s.job_key(jid))] == [q.shards[home].name]
+    assert q.counts()["pending"] == 1 and q.locate(jid) is q.shards[home]

@@ -1,12 +1,14 @@
 """Unique jobs (issue 21): a live job holding a unique key makes another
 enqueue with it answer the holder's id as a duplicate and write nothing; the
-key is released on every terminal state, and only by its holder. On Valkey
-and Redis 7.0 (``any_server``)."""
+key is released on every terminal state, and only by its holder. On a
+ShardedQueue the key and the id meet on one shard. On Valkey and Redis 7.0
+(``any_server``)."""
 import time
+import zlib
 
 import pytest
 
-from echomq import ArgumentError, Cancelled, Queue, WrongState, ids
+from echomq import ArgumentError, Cancelled, Queue, ShardedQueue, WrongState, ids
 
 from .helpers import snapshot
 
@@ -216,3 +218,91 @@ def test_a_requeue_retakes_a_key_that_names_a_job_that_is_gone(q, any_server):
     any_server.set(ukey(q), ids.mint("JOB"))  # a holder whose row is gone: the key is free
     q.requeue_dead(jid)
     assert any_server.get(ukey(q)) == jid.encode()
+
+
+# -- a ShardedQueue: the id and the key meet on one shard -----------------------------------------
+
+def key_on(sq, shard: int, start: int = 0) -> str:
+    """A unique key whose shard (its CRC32) is ``shard``."""
+    n = start
+    while zlib.crc32(f"k{n}".encode()) % len(sq.shards) != shard:  # the key's shard, as docs/echomq.md says
+        n += 1
+    return f"k{n}"
+
+
+def id_on(sq, shard: int) -> str:
+    """A fresh JOB id whose own shard is ``shard``."""
+    while True:
+        jid = ids.mint("JOB")
+        if sq.shard_index(job_id=jid) == shard:
+            return jid
+
+
+def all_keys(sq, any_server) -> dict:
+    """Every key of every shard with its value (the queue's whole state)."""
+    return {s.name: snapshot(any_server, s) for s in sq.shards}
+
+
+def rows_of(sq, any_server, jid) -> list[str]:
+    """The shards holding a row of ``jid``."""
+    return [s.name for s in sq.shards if any_server.exists(s.job_key(jid))]
+
+
+@pytest.fixture
+def sq(any_server):
+    return ShardedQueue("t", any_server, shards=4)
+
+
+def test_a_sharded_unique_job_gets_an_id_of_its_keys_shard_so_the_id_stays_the_idempotency_key(sq, any_server):
+    """Without a lane a unique job lives on its key's shard, and the id minted
+    for it is one of that shard: so a later enqueue of that id, with no key
+    or another key of that shard, meets the row and answers "duplicate"."""
+    for shard in range(4):
+        key = key_on(sq, shard)
+        jid, status = sq.enqueue(b"x", unique_key=key)
+        assert status == "enqueued"
+        before = all_keys(sq, any_server)
+        assert sq.enqueue(b"again", job_id=jid) == (jid, "duplicate")  # not a second copy on the id's shard
+        assert sq.shard_index(job_id=jid) == shard and rows_of(sq, any_server, jid) == [sq.shards[shard].name]
+        assert sq.enqueue(b"again", job_id=jid, unique_key=key_on(sq, shard, start=10_000)) == (jid, "duplicate")
+        assert sq.enqueue(b"dup", unique_key=key) == (jid, "duplicate")  # the key keeps its meaning
+        assert sq.enqueue_many([{"payload": b"y", "job_id": jid},
+                                {"payload": b"z", "unique_key": key}]) == [(jid, "duplicate"), (jid, "duplicate")]
+        assert all_keys(sq, any_server) == before and sq.locate(jid) is sq.shards[shard]
+    assert sq.counts()["pending"] == 4
+
+
+def test_a_sharded_unique_job_with_an_id_of_another_shard_is_refused_and_nothing_is_written(sq, any_server):
+    """An explicit id whose shard is not its key's would live on two shards
+    (the id's and the key's): refused, typed, nothing written, even when the
+    same call's other items are good."""
+    k0, k1 = key_on(sq, 0), key_on(sq, 1)
+    x = id_on(sq, 0)
+    assert sq.enqueue(b"x", job_id=x, unique_key=k0) == (x, "enqueued")
+    before = all_keys(sq, any_server)
+    for call in (lambda: sq.enqueue(b"x", job_id=x, unique_key=k1),
+                 lambda: sq.enqueue(b"x", job_id=id_on(sq, 2), unique_key=k1, delay_ms=5),
+                 lambda: sq.enqueue_many([b"fine", {"payload": b"x", "job_id": x, "unique_key": k1}])):
+        with pytest.raises(ArgumentError, match="shard"):
+            call()
+        assert all_keys(sq, any_server) == before
+    # the id stays one job, the key one holder
+    assert sq.enqueue(b"x", job_id=x) == (x, "duplicate")
+    assert sq.enqueue(b"y", job_id=id_on(sq, 0), unique_key=k0) == (x, "duplicate")
+    assert rows_of(sq, any_server, x) == [sq.shards[0].name] and sq.counts()["pending"] == 1
+    # a lane places the job (the key is unique among that lane's shard's lanes): any id goes
+    lane = ids.mint("PLR")
+    jid = id_on(sq, (sq.shard_index(lane=lane) + 1) % 4)
+    assert sq.enqueue(b"l", job_id=jid, lane=lane, unique_key=k1) == (jid, "enqueued")
+
+
+def test_mint_job_id_answers_an_id_an_enqueue_with_that_key_takes(sq, any_server):
+    key = key_on(sq, 3)
+    assert sq.shard_index(unique_key=key) == 3 and sq.shard_index(unique_key=key, lane=ids.mint("PLR")) is not None
+    jid = sq.mint_job_id(unique_key=key)
+    assert ids.brand_of(jid) == "JOB" and sq.shard_index(job_id=jid) == 3
+    assert sq.enqueue(b"x", job_id=jid, unique_key=key) == (jid, "enqueued")
+    assert ids.brand_of(sq.mint_job_id()) == "JOB"
+    for bad in ("", "a b", 5, "x" * 201):
+        with pytest.raises(ArgumentError):
+            sq.mint_job_id(unique_key=bad)
