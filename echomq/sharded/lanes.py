@@ -44,3 +44,4 @@ class ShardedLanes:
     def set_rate(self, lane: str, jobs: int | None, per_ms: int | None = None) -> None:
         """A lane's rate limit is exact: the lane lives on one shard (issue 21)."""
         self._of(lane).set_rate(lane, jobs, per_ms)
+        self.queue.turns.restart()  # the windows this process knew of may be gone

@@ -33,9 +33,9 @@ class ShardParking:
     ``select()``s on those sockets and a local doorbell. The first answer (a
     wake token, or the doorbell rung by a worker) ends the wait; a call that
     answered is sent again at the next wait, the others stay parked. The
-    woken shards are marked hot for the next claim; a wait that times out
-    marks every shard hot (a sweep, as a plain queue's consumer looks again
-    every beat). Idle, that is one round of S blocked calls per beat: no
+    woken shards are marked hot for the next claim (``ShardTurns.woken``);
+    a wait that times out marks every shard hot (a sweep, as a plain
+    queue's consumer looks again every beat). Idle, that is one round of S blocked calls per beat: no
     polling.
 
     ``release()`` (the consumer is busy) ends the parked calls with ``CLIENT
@@ -116,7 +116,7 @@ class ShardParking:
         try:
             late = self._collect()
             if late:
-                q.mark_hot(late)
+                q.turns.woken(late)
                 return late
             if q.has_hot() or self._drain_doorbell():
                 return []
@@ -197,7 +197,7 @@ class ShardParking:
             if rung:
                 self._drain_doorbell()
             if woken:
-                q.mark_hot(woken)
+                q.turns.woken(woken)
                 return woken
             if rung:
                 return []

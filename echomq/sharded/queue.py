@@ -21,7 +21,7 @@ from ..checks import (MAX_BATCH, MAX_MS, MAX_PROGRESS, MAX_TEXT, check_claim, ch
                       check_seconds, check_token, enqueue_items)
 from ..cluster import node_of
 from ..errors import UNAVAILABLE, ArgumentError, JobNotFound, WrongState, translate, translated
-from ..queue import DEFAULT_LEASE_MS, Queue, Reaped, check_unique_key
+from ..queue import DEFAULT_LEASE_MS, ClaimedJobs, Queue, Reaped, check_unique_key
 from ..rates import rate_args
 from ..schedules import check_name
 from .batching import NodeBatch, ShardedBatch
@@ -151,20 +151,28 @@ class ShardedQueue:
 
         batch.add(combine, parts)
 
-    def parse_claim(self, reply) -> list:
-        jobs = []
+    def parse_claim(self, reply) -> ClaimedJobs:
+        """The jobs of a sharded claim (:meth:`add_claim`), as
+        :meth:`Queue.parse_claim` answers them, with the rate limits' waits
+        of the shards (see :meth:`ShardTurns.waits`): 0 while a shard not
+        held by a window may have work; else ``queue_wait_ms`` when every
+        shard's share of the queue's window is full, until the first
+        reopens, or ``lane_wait_ms`` until the first held shard reopens."""
+        jobs = ClaimedJobs()
         for i, ask, raw in reply:
             got = self.shards[i].parse_claim(raw)
-            self.turns.answered(i, len(got), ask)
+            self.turns.answered(i, len(got), ask, got.queue_wait_ms, got.lane_wait_ms)
             self._where.update((job.id, i) for job in got)
             jobs += got
+        jobs.queue_wait_ms, jobs.lane_wait_ms = self.turns.waits()
         return jobs
 
-    def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None) -> list:
-        """Lease up to ``n`` ready jobs from the shards, in turn."""
+    def claim_batch(self, n: int, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None) -> ClaimedJobs:
+        """Lease up to ``n`` ready jobs from the shards, in turn; a short
+        answer carries the waits as :meth:`parse_claim`'s."""
         check_claim(n, lease_ms, consumer)
         self.turns.restart()  # a direct claim looks everywhere, from the next shard in turn
-        jobs = []
+        jobs = ClaimedJobs()
         while len(jobs) < n:  # shards that ran short are dropped from the hot set
             batch = self.batch()
             self.add_claim(batch, n - len(jobs), lease_ms=lease_ms, consumer=consumer)
@@ -174,6 +182,7 @@ class ShardedQueue:
             if isinstance(reply[0], Exception):
                 raise translate(reply[0])
             jobs += self.parse_claim(reply[0])
+        jobs.queue_wait_ms, jobs.lane_wait_ms = self.turns.waits() if len(jobs) < n else (0, 0)
         return jobs
 
     def claim(self, *, lease_ms: int = DEFAULT_LEASE_MS, consumer: str | None = None):
@@ -391,11 +400,12 @@ class ShardedQueue:
         return ShardParking(self)
 
     def mark_hot(self, shards: Iterable[int]) -> None:
-        """The next claims may find work on ``shards`` (a wake-up)."""
+        """The next claims may find work on ``shards`` (a look that found
+        some); one held by a rate window is asked once the window reopens."""
         self.turns.mark_hot(shards)
 
     def has_hot(self) -> bool:
-        """Whether any shard may have work, as far as this process knows."""
+        """Whether any shard may have work now, as far as this process knows."""
         return self.turns.has_hot()
 
     # --- issue 21: schedules, priorities, rate limits, unique jobs ---
@@ -495,8 +505,12 @@ class ShardedQueue:
         return sum(shard.fire_schedules(limit=limit) for shard in self.shards)
 
     def ready_shards(self) -> list[int]:
-        """The shards with a job ready to claim now (one read-only round trip);
-        a draining consumer asks before it decides the queue is drained."""
+        """The shards with jobs to claim, now or once a rate window reopens
+        (flat jobs, a servable lane, or a cooling lane that holds a ready
+        job: see :meth:`ShardTurns.probe`), not paused; read-only. A
+        draining consumer asks before it decides the queue is drained, so
+        jobs held back only by a rate limit are still drained: its claims
+        answer the waits, and it waits for the windows."""
         return self.turns.probe(list(range(len(self.shards))))
 
     def rate_shares(self, jobs: int, per_ms: int) -> list[tuple[int, int]]:
@@ -519,6 +533,7 @@ class ShardedQueue:
         shares = self.rate_shares(jobs, per_ms) if jobs else [(None, None)] * len(self.shards)
         for shard, (share, per) in zip(self.shards, shares):
             shard.set_rate_limit(share, per)
+        self.turns.restart()  # the windows this process knew of are gone
 
     def rate_limit(self) -> dict | None:
         """The shards' limits summed: jobs and claimed over the longest

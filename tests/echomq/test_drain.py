@@ -123,3 +123,27 @@ def test_drain_refuses_a_bad_max_new(q):
     for bad in (0, -1, 1.5, "5"):
         with pytest.raises(ArgumentError):
             drain(q, lambda job: None, max_new=bad)
+
+
+def test_drain_under_queue_and_lane_rate_limits_runs_every_job_waiting_for_the_windows(q, r):
+    """Jobs held back only by a rate window (the queue's, or a lane's that
+    cools off the ring) are still the drain's: it waits for the windows
+    instead of returning, and does not spin meanwhile. 6 lanes, each limited
+    to 2 jobs per 200 ms, hold 4 jobs each; 12 flat jobs; and the queue
+    takes at most 12 per 200 ms (split over a sharded queue's shards)."""
+    lanes = [ids.mint("PLR") for _ in range(6)]
+    for lane in lanes:
+        q.lanes.set_rate(lane, 2, 200)
+    q.set_rate_limit(12, 200)
+    q.enqueue_many([{"payload": b"lane", "lane": lanes[i % 6]} for i in range(24)] + [b"flat"] * 12)
+    r.config_resetstat()
+    stats = returns(lambda: drain(q, lambda job: None, concurrency=4, beat_ms=60_000))
+    calls = r.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert stats["completed"] == 36 and stats["rate_waits"] >= 2
+    c = q.counts()
+    assert (c["pending"], c["active"], c["completed"]) == (0, 0, 36)
+    records = q.completed_jobs(100)
+    for lane in lanes:
+        claimed = sorted(rec["claimed"] for rec in records if rec["lane"] == lane)
+        assert len(claimed) == 4 and claimed[2] - claimed[0] >= 200  # a third job waits for the next window
+    assert calls < 100, calls  # waits, not a loop of claims that find nothing (18 measured, 45 sharded)

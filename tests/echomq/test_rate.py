@@ -1,16 +1,20 @@
 """Rate limits (issue 21): fixed windows on the server clock, enforced in
 claim.lua for the queue and per lane; a full lane cools off the ring and
 comes back; a consumer that reaches the queue's limit waits for the window
-instead of spinning, and the limit holds across consumer processes."""
+instead of spinning, and the limit holds across consumer processes. A
+ShardedQueue's claims answer the same waits, so its consumer follows the
+windows."""
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from echomq import ArgumentError, Consumer, Queue, ids
+from echomq import ArgumentError, Consumer, Queue, ShardedQueue, ids
+from echomq.queue import ClaimedJobs
 from echomq.scripts import BUNDLE
 
 from .helpers import server_ms, snapshot
@@ -297,3 +301,156 @@ def test_the_lane_wait_looks_at_the_first_100_cooling_lanes(q, any_server):
     reply = raw_claim(q, 200)
     assert len(reply) == 5 and reply[-1][0] == 0 and 0 < reply[-1][1] <= 60_000
     assert raw_claim(q, 1)[-1][1] > 0  # the 101st lane cooled too: still conservative
+
+
+# -- a ShardedQueue: the limit split over the shards, the waits of its claims ---------------------
+
+def id_on(sq, shard: int) -> str:
+    """A fresh JOB id whose shard is ``shard`` (flat jobs go to their id's)."""
+    while True:
+        jid = ids.mint("JOB")
+        if sq.shard_index(job_id=jid) == shard:
+            return jid
+
+
+def lane_on(sq, shard: int) -> str:
+    while True:
+        lane = ids.mint("PLR")
+        if sq.shard_index(lane=lane) == shard:
+            return lane
+
+
+@pytest.fixture
+def sq(any_server):
+    return ShardedQueue("t", any_server, shards=3)
+
+
+def test_a_sharded_claim_answers_its_shards_waits_as_a_queue_does(sq, any_server):
+    """The waits of the shards a claim asked come back on the ClaimedJobs:
+    queue_wait_ms once every shard's window is full (nothing can be claimed
+    before the first reopens), lane_wait_ms the first reopening otherwise."""
+    sq.set_rate_limit(3, 60_000)  # one job per shard per window
+    sq.enqueue_many([{"payload": b"x", "job_id": id_on(sq, i % 3)} for i in range(6)])
+    got = sq.claim_batch(10, lease_ms=60_000)
+    assert isinstance(got, ClaimedJobs) and len(got) == 3
+    assert 59_000 <= got.queue_wait_ms <= 60_000 and got.lane_wait_ms == 0
+    state = {s.name: snapshot(any_server, s, jobs_only=True) for s in sq.shards}
+    refused = sq.claim_batch(10, lease_ms=60_000)
+    assert refused == [] and isinstance(refused, ClaimedJobs) and 58_000 <= refused.queue_wait_ms <= 60_000
+    assert {s.name: snapshot(any_server, s, jobs_only=True) for s in sq.shards} == state
+
+    sq.set_rate_limit(None)
+    for j in got:
+        sq.complete(j.id, j.attempts)
+    rest = sq.claim_batch(10, lease_ms=60_000)
+    assert len(rest) == 3 and (rest.queue_wait_ms, rest.lane_wait_ms) == (0, 0)
+    for j in rest:
+        sq.complete(j.id, j.attempts)
+
+    lane = lane_on(sq, 1)
+    sq.lanes.set_rate(lane, 1, 60_000)
+    sq.enqueue_many([{"payload": b"l", "lane": lane}] * 2 + [{"payload": b"f", "job_id": id_on(sq, 2)}])
+    got = sq.claim_batch(10, lease_ms=60_000)
+    assert sorted(j.payload for j in got) == [b"f", b"l"]
+    assert got.queue_wait_ms == 0 and 59_000 <= got.lane_wait_ms <= 60_000  # shard 1's lane cools
+
+
+@pytest.mark.parametrize("limit", ["queue", "lanes"])
+def test_a_sharded_consumer_under_a_limit_claims_as_the_windows_reopen(r, limit):
+    """Not a parked beat per window: the consumer (beat 5 s) learns from the
+    shards' claims when their windows reopen and claims then. 8 jobs per
+    shard at 2 per 300 ms take 4 windows: the claims span 3 to a few of
+    them (server clock), far less than the beats a parking consumer sits out."""
+    sq = ShardedQueue("rated", r, shards=3)
+    if limit == "queue":
+        sq.set_rate_limit(6, 300)
+        items = [{"payload": b"x", "job_id": id_on(sq, i % 3)} for i in range(24)]
+    else:
+        lanes = [lane_on(sq, i) for i in range(3)]
+        for lane in lanes:
+            sq.lanes.set_rate(lane, 2, 300)
+        items = [{"payload": b"x", "lane": lanes[i % 3]} for i in range(24)]
+    sq.enqueue_many(items)
+    done, seen = threading.Event(), []
+
+    def handler(job):
+        seen.append(job.id)
+        if len(seen) == 24:
+            done.set()
+
+    consumer = Consumer(sq, handler, concurrency=2, beat_ms=5_000)
+    t = threading.Thread(target=consumer.run, daemon=True)
+    t.start()
+    try:
+        assert done.wait(30), len(seen)
+    finally:
+        consumer.stop()
+        t.join(30)
+    assert consumer.stats["completed"] == 24
+    for shard in sq.shards:
+        claimed = sorted(rec["claimed"] for rec in shard.completed_jobs(100))
+        assert len(claimed) == 8
+        assert all(claimed[i + 4] - claimed[i] >= 300 for i in range(len(claimed) - 4))  # the limit holds
+    claimed = sorted(rec["claimed"] for rec in sq.completed_jobs(100))
+    assert 900 <= claimed[-1] - claimed[0] <= 2_500, claimed[-1] - claimed[0]
+
+
+def test_a_sharded_consumer_waiting_for_a_cooling_lane_still_takes_new_work_on_that_shard_at_once(r):
+    """A shard held for a lane that cools for a minute is not asked before
+    then, unless a wake-up comes from it: a new flat job there runs at once
+    (not a minute later), and the lane's second job waits for its window."""
+    sq = ShardedQueue("held", r, shards=2)
+    lane = lane_on(sq, 0)
+    sq.lanes.set_rate(lane, 1, 60_000)
+    sq.enqueue_many([{"payload": b"lane", "lane": lane}] * 2)
+    ran, first, flat = [], threading.Event(), threading.Event()
+
+    def handler(job):
+        ran.append(job.payload)
+        (first if job.payload == b"lane" else flat).set()
+
+    consumer = Consumer(sq, handler, concurrency=1, beat_ms=60_000)
+    t = threading.Thread(target=consumer.run, daemon=True)
+    t.start()
+    try:
+        assert first.wait(10)
+        deadline = time.monotonic() + 10
+        while not consumer._parked and time.monotonic() < deadline:  # parked, for the lane's window
+            time.sleep(0.005)
+        assert consumer._parked
+        sq.enqueue(b"flat", job_id=id_on(sq, 0))
+        assert flat.wait(10), ran
+    finally:
+        consumer.stop()
+        t.join(30)
+    assert ran == [b"lane", b"flat"] and sq.lanes.depth(lane) == 1
+
+
+@pytest.mark.parametrize("where", ["queue", "lane"])
+def test_a_sharded_drain_under_a_long_window_returns_right_after_its_last_job(r, where):
+    """As on a plain queue: windows that hold no ready job back keep no
+    drain waiting. ready_shards() counts a shard whose one work is a cooling
+    lane only while that lane holds a ready job and is not paused, as the
+    shard's claim answers a wait only then."""
+    sq = ShardedQueue("rated", r, shards=3)
+    lanes = [lane_on(sq, i) for i in range(3)]
+    if where == "lane":
+        for lane in lanes:
+            sq.lanes.set_rate(lane, 5, 10_000)
+        items = [{"payload": b"x", "lane": lanes[i % 3]} for i in range(15)]
+    else:
+        sq.set_rate_limit(15, 10_000)  # 5 per shard
+        items = [{"payload": b"x", "job_id": id_on(sq, i % 3)} for i in range(15)]
+    sq.enqueue_many(items)
+    began = time.monotonic()
+    stats = Consumer(sq, lambda job: None, concurrency=4, beat_ms=60_000).drain()
+    took = time.monotonic() - began
+    assert stats["completed"] == 15 and stats["rate_waits"] == 0
+    assert took < 5, took  # did not wait out the 10 s window
+    assert sq.ready_shards() == []
+    if where == "lane":
+        assert all(r.zcard(s.prefix + "cooling") == 1 for s in sq.shards)  # cooled empty: nothing held back
+        sq.enqueue(b"held", lane=lanes[1])
+        assert sq.ready_shards() == [1]  # a cooling lane that holds a ready job
+        sq.lanes.pause(lanes[1])
+        assert sq.ready_shards() == []  # paused: the pause holds it, not the window
