@@ -520,15 +520,24 @@ class ShardedQueue:
         as shards, shard i gets jobs // S (one more for the first jobs % S);
         with fewer, each gets one job per ceil(per_ms * S / jobs). So the
         shards together never claim more than the limit; a shard that has
-        no work does not lend its share to the others."""
+        no work does not lend its share to the others. A split window
+        longer than MAX_MS (a window's longest) raises ArgumentError: capped,
+        the shards together would allow more than the limit."""
         n = len(self.shards)
         if jobs >= n:
             return [(jobs // n + (1 if i < jobs % n else 0), per_ms) for i in range(n)]
-        per = min(MAX_MS, -(-per_ms * n // jobs))
+        per = -(-per_ms * n // jobs)
+        if per > MAX_MS:
+            raise ArgumentError(
+                f"{self!r}: a limit of {jobs} per {per_ms} ms is split over {n} shards as 1 job per {per} ms "
+                f"on each, longer than the longest window ({MAX_MS} ms), and a shorter one would let the "
+                f"shards together claim more than {jobs}: with {jobs} job(s) per window per_ms must be at "
+                f"most {MAX_MS * jobs // n} (or give at least {n} jobs, one per shard)")
         return [(1, per)] * n
 
     def set_rate_limit(self, jobs: int | None, per_ms: int | None = None) -> None:
-        """As Queue.set_rate_limit, split over the shards (see rate_shares)."""
+        """As Queue.set_rate_limit, split over the shards (see rate_shares:
+        every share is worked out, and checked, before the first is set)."""
         jobs, per_ms = rate_args(jobs, per_ms)
         shares = self.rate_shares(jobs, per_ms) if jobs else [(None, None)] * len(self.shards)
         for shard, (share, per) in zip(self.shards, shares):

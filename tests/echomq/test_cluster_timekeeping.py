@@ -130,3 +130,6 @@ def test_a_rate_limited_sharded_drain_on_the_cluster_waits_for_the_windows(rc):
     for lane in lanes:
         claimed = sorted(rec["claimed"] for rec in q.completed_jobs(100) if rec["lane"] == lane)
         assert len(claimed) == 4 and claimed[2] - claimed[0] >= 200
+    with pytest.raises(ArgumentError):
+        q.set_rate_limit(1, 10**10)  # 6 x 10^10 ms per shard: past a year
+    assert [s.rate_limit()["jobs"] for s in q.shards] == [2] * 6

@@ -3,7 +3,7 @@ claim.lua for the queue and per lane; a full lane cools off the ring and
 comes back; a consumer that reaches the queue's limit waits for the window
 instead of spinning, and the limit holds across consumer processes. A
 ShardedQueue's claims answer the same waits, so its consumer follows the
-windows."""
+windows; a split window past MAX_MS is refused."""
 import os
 import subprocess
 import sys
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from echomq import ArgumentError, Consumer, Queue, ShardedQueue, ids
+from echomq.checks import MAX_MS
 from echomq.queue import ClaimedJobs
 from echomq.scripts import BUNDLE
 
@@ -353,6 +354,26 @@ def test_a_sharded_claim_answers_its_shards_waits_as_a_queue_does(sq, any_server
     got = sq.claim_batch(10, lease_ms=60_000)
     assert sorted(j.payload for j in got) == [b"f", b"l"]
     assert got.queue_wait_ms == 0 and 59_000 <= got.lane_wait_ms <= 60_000  # shard 1's lane cools
+
+
+@pytest.mark.parametrize("shards", [2, 8])
+def test_a_sharded_limit_whose_split_window_is_longer_than_max_ms_is_refused(any_server, shards):
+    """With fewer jobs than shards each shard gets one job per
+    ceil(per_ms * S / jobs): past MAX_MS (a year) that would be capped and
+    the shards together would allow more than the limit, so it is refused
+    and no shard's limit changes."""
+    sq = ShardedQueue("t", any_server, shards=shards)
+    sq.set_rate_limit(shards * 2, 1000)
+    before = {s.name: snapshot(any_server, s) for s in sq.shards}
+    longest = MAX_MS // shards
+    for jobs, per_ms in ((1, longest + 1), (1, MAX_MS), (shards - 1, MAX_MS * (shards - 1) // shards + 1)):
+        with pytest.raises(ArgumentError, match="shards") as refused:
+            sq.set_rate_limit(jobs, per_ms)
+        assert f"at most {MAX_MS * jobs // shards}" in str(refused.value)
+        assert {s.name: snapshot(any_server, s) for s in sq.shards} == before
+    sq.set_rate_limit(1, longest)  # the longest that splits exactly
+    assert [s.rate_limit()["per_ms"] for s in sq.shards] == [longest * shards] * shards
+    assert max(s.rate_limit()["per_ms"] for s in sq.shards) <= MAX_MS
 
 
 @pytest.mark.parametrize("limit", ["queue", "lanes"])
