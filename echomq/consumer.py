@@ -501,7 +501,9 @@ class Consumer:
                     self._parking.release()
                 queue_wait, lane_wait = self._waits
                 if short and (queue_wait or (lane_wait and self._draining)):
-                    self._rate_wait(max(queue_wait, lane_wait) / 1000)
+                    # the queue's window first: once it reopens a ready job may be
+                    # claimed, whatever lane still cools
+                    self._rate_wait((queue_wait or lane_wait) / 1000)
                 elif short and self._draining:
                     if self._drain_settled(claimed):
                         break
@@ -531,10 +533,12 @@ class Consumer:
         return limit
 
     def _rate_wait(self, seconds: float) -> None:
-        """A rate limit's window is full: wait until it reopens without
-        listening for wake tokens, sending the acks of jobs that finish."""
+        """A rate limit's window is full: wait until it reopens, or a beat at
+        most (a limit cleared or changed meanwhile is seen by the next
+        claim), without listening for wake tokens (an enqueue cannot open
+        the window), sending the acks of jobs that finish."""
         self.stats["rate_waits"] += 1
-        until = time.monotonic() + seconds
+        until = time.monotonic() + min(seconds, self.beat_ms / 1000)
         while not self._stopping.is_set():
             left = until - time.monotonic()
             if left <= 0:

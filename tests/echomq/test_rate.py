@@ -18,6 +18,7 @@ from echomq.checks import MAX_MS
 from echomq.queue import ClaimedJobs
 from echomq.scripts import BUNDLE
 
+from ..games.procs import wait_for
 from .helpers import server_ms, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,6 +133,66 @@ def test_a_consumer_at_the_limit_waits_for_the_window_and_does_not_spin(r):
     assert claims < 40, claims  # about 15 measured: a few round trips a window, not a loop
     done = sorted(rec["claimed"] for rec in q.completed_jobs(20))
     assert all(done[i + 10] - done[i] >= 300 for i in range(len(done) - 10))
+
+
+def _run_until(consumer, done: threading.Event, timeout: float) -> bool:
+    """Run ``consumer`` in a thread until ``done`` is set (or ``timeout``); answers whether it was."""
+    t = threading.Thread(target=consumer.run, daemon=True)
+    t.start()
+    try:
+        return done.wait(timeout)
+    finally:
+        consumer.stop()
+        t.join(10)
+
+
+def test_the_queue_window_is_waited_for_not_a_cooling_lanes_longer_one(r):
+    """A claim cut by the queue's window (200 ms) while a lane cools for
+    30 s holding a ready job answers both waits; the consumer waits the
+    queue's, so the flat jobs keep coming at the limit (it used to sleep
+    the lane's 30 s)."""
+    q = Queue("rated", r)
+    lane = ids.mint("PLR")
+    q.lanes.set_rate(lane, 1, 30_000)
+    q.enqueue_many([{"payload": b"l", "lane": lane}] * 2)
+    first = q.claim(lease_ms=60_000)
+    assert first.lane == lane and q.complete(first.id, first.attempts)  # the lane cools, one job held
+    q.set_rate_limit(2, 200)
+    q.enqueue_many([b"flat"] * 10)
+    flat, all_flat = [], threading.Event()
+
+    def handler(job):
+        if job.lane is None:
+            flat.append(job.id)
+            if len(flat) == 10:
+                all_flat.set()
+
+    assert _run_until(Consumer(q, handler, concurrency=4, beat_ms=60_000), all_flat, 15), len(flat)
+    done = sorted(rec["claimed"] for rec in q.completed_jobs(20) if rec["lane"] is None)
+    assert done[-1] - done[0] < 5_000 and all(done[i + 2] - done[i] >= 200 for i in range(len(done) - 2))
+
+
+def test_a_limit_cleared_while_a_consumer_waits_out_its_window_is_seen_within_a_beat(r):
+    q = Queue("rated", r)
+    q.set_rate_limit(1, 60_000)
+    q.enqueue_many([b"x"] * 3)
+    seen, all_done = [], threading.Event()
+
+    def handler(job):
+        seen.append(job.id)
+        if len(seen) == 3:
+            all_done.set()
+
+    c = Consumer(q, handler, beat_ms=500)
+    t = threading.Thread(target=c.run, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: c.stats["rate_waits"] >= 1, timeout=10, what="the consumer to wait out the window")
+        q.set_rate_limit(None)  # the other two may run now
+        assert all_done.wait(20), seen  # a minute's window, had the wait not been cut at a beat
+    finally:
+        c.stop()
+        t.join(10)
 
 
 @pytest.mark.slow
