@@ -133,3 +133,27 @@ def test_a_node_consumer_under_a_rate_limit_takes_every_job_once_and_waits_for_t
     assert sorted(re.findall(r"^handled (JOB\w+)", log, re.M)) == sorted(sent)
     starts = sorted(rec["claimed"] for rec in q.completed_jobs(100))  # server ms of each claim
     assert all(later - earlier >= 1000 for earlier, later in zip(starts, starts[3:])), starts  # 3 per window
+
+
+def test_a_node_consumer_waits_out_a_full_queue_window_deaf_to_new_jobs(valkey_server, r, tmp_path):
+    """While the queue's window is full with jobs ready behind it, each new
+    job's wake token would only make the consumer claim nothing: it sleeps
+    until the window reopens, as the Python consumer does."""
+    q = Queue("interop", r)
+    q.set_rate_limit(1, 2000)
+    q.enqueue(b"first")
+    q.enqueue(b"second")  # ready behind the full window: the claim answers the queue's wait
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--concurrency", "4", "--beat-ms", "30000")
+    try:
+        wait_for(lambda: q.counts()["completed"] == 1, timeout=20, what="the first job")
+        r.config_resetstat()
+        for i in range(20):  # one EVALSHA each, and a wake token each
+            q.enqueue(f"later {i}".encode())
+        wait_for(lambda: int(r.hget(q.k_meta, "completed")) >= 2, timeout=20,  # (counts() is a script too)
+                 what="the window to reopen")
+        calls = r.info("commandstats")["cmdstat_evalsha"]["calls"]
+    finally:
+        code = node.stop()
+    assert code == 0, node.output()
+    assert calls - 20 <= 3, calls  # a claim or two at the reopening, and the complete: not one per wake token

@@ -5,8 +5,9 @@
 //   while not stopped:
 //     free = concurrency - jobs in hand        (none free: wait for one)
 //     claim up to `free` jobs; start a handler for each
-//     claimed fewer than free -> BLPOP emq:{q}:wake for up to one beat, or
-//       until the rate window that held a ready job back opens
+//     claimed fewer than free -> BLPOP emq:{q}:wake for up to one beat (or until
+//       a cooling lane holding a ready job reopens); when the queue's rate
+//       window held a ready job back, sleep until it reopens instead
 //
 // A handler that returns completes its job (complete with the token); one
 // that throws has it retried after a backoff, dead-lettered at maxAttempts.
@@ -43,6 +44,7 @@ export class Consumer {
     this.stopping = false;
     this.blocker = null;
     this.slotFreed = null;
+    this.wakeRateWait = null;
     this.stats = { completed: 0, retried: 0, dead: 0, stale: 0, cancelled: 0, gone: 0 };
   }
 
@@ -55,6 +57,7 @@ export class Consumer {
     this.stopping = true;
     this.log(`consumer ${this.id} stopping: finishing ${this.inHand.size} jobs in hand`);
     this.blocker?.disconnect(); // ends a parked BLPOP now, not at the end of its beat
+    this.wakeRateWait?.();
     this.slotFreed?.();
   }
 
@@ -84,7 +87,8 @@ export class Consumer {
           continue;
         }
         for (const job of jobs) this.start(job);
-        if (jobs.length < free) await this.park(Math.min(...[jobs.queueWaitMs, jobs.laneWaitMs].filter((w) => w > 0)));
+        if (jobs.length < free && jobs.queueWaitMs > 0) await this.rateWait(jobs.queueWaitMs);
+        else if (jobs.length < free) await this.park(jobs.laneWaitMs > 0 ? jobs.laneWaitMs : Infinity);
       }
       const deadline = Date.now() + this.graceMs;
       await Promise.race([Promise.allSettled([...this.inHand.values()].map((h) => h.done)),
@@ -98,8 +102,19 @@ export class Consumer {
       + `stale=${s.stale} cancelled=${s.cancelled} left_leased=${this.inHand.size}`);
   }
 
-  // Wait for a wake token for up to a beat, or until a rate window opens
-  // (waitMs, when a limit held back a ready job: no token comes for that).
+  // The queue's rate window is full with a job ready behind it: wait until
+  // it reopens (a beat at most, so a limit cleared meanwhile is seen), deaf
+  // to wake tokens, as a new job cannot open the window; stop() ends it.
+  async rateWait(waitMs) {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, Math.min(this.beatMs, waitMs));
+      this.wakeRateWait = () => { clearTimeout(timer); resolve(); };
+    });
+    this.wakeRateWait = null;
+  }
+
+  // Wait for a wake token for up to a beat, or until a cooling lane reopens
+  // (waitMs, when its limit held back a ready job: no token comes for that).
   async park(waitMs = Infinity) {
     try {
       await this.blocker.blpop(this.queue.wakeKey, Math.max(1, Math.min(this.beatMs, waitMs)) / 1000);
