@@ -173,7 +173,13 @@ def plan(g: Every | Cron, expect: int, now: int, catch_up: int) -> tuple[list[in
 
 # -- the calls -------------------------------------------------------------------
 def keys(queue, name: str) -> tuple[str, str]:
+    """schedule_fire's KEYS: the schedule's row and the schedules zset."""
     return (f"{queue.prefix}sched:{name}", f"{queue.prefix}schedules")
+
+
+def keys_numbered(queue, name: str) -> tuple[str, str, str]:
+    """schedule_set's and schedule_op's KEYS: those and the numbers zset."""
+    return (*keys(queue, name), f"{queue.prefix}sched_numbers")
 
 
 def check_definition(name: str, *, cron: str | None = None, every_ms: int | None = None, payload=b"",
@@ -194,15 +200,16 @@ def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | N
                  payload=b"", lane: str | None = None, tz: str = "UTC", catch_up: int = 0,
                  priority: int = 0) -> str:
     """Create or replace schedule ``name``; answers "created", "replaced" or
-    "unchanged" (the same definition again keeps its cursor and pause).
-    Every argument is checked first (ArgumentError, nothing stored)."""
+    "unchanged" (the same definition again keeps its cursor and pause; a
+    schedule stored before the numbers zset is numbered again and answers
+    "replaced"). Every argument is checked first (ArgumentError, nothing stored)."""
     name, g, payload, lane = check_definition(name, cron=cron, every_ms=every_ms, payload=payload, lane=lane,
                                               tz=tz, catch_up=catch_up, priority=priority)
     first = g.first_after(queue.server_time_ms())
     kind = "every" if isinstance(g, Every) else "cron"
     step, offset = queue.schedule_numbers
     args = (queue.prefix, name, kind, g.spec, tz, payload, lane, priority, catch_up, first, step, offset)
-    return _STATUS[queue._run("schedule_set", keys(queue, name), args)]
+    return _STATUS[queue._run("schedule_set", keys_numbered(queue, name), args)]
 
 
 def op(queue, name: str, what: str) -> bool:
@@ -214,7 +221,7 @@ def op(queue, name: str, what: str) -> bool:
         if not row:
             return False
         next_ms = _grid_of(row[0]).first_after(queue.server_time_ms())
-    return queue._run("schedule_op", keys(queue, name), (queue.prefix, name, what, next_ms)) == 1
+    return queue._run("schedule_op", keys_numbered(queue, name), (queue.prefix, name, what, next_ms)) == 1
 
 
 def _text(v) -> str:

@@ -7,6 +7,7 @@ it was paused are not made up for.
 
 KEYS[1] schedule         emq:{q}:sched:<name>
 KEYS[2] schedules        emq:{q}:schedules
+KEYS[3] numbers          emq:{q}:sched_numbers (remove frees the schedule's number)
 ARGV[1] P                emq:{q}:
 ARGV[2] name
 ARGV[3] op               'pause' | 'resume' | 'remove'
@@ -31,11 +32,13 @@ if op == 'resume' then next_ms = arg_tick(ARGV[4], 'next_ms') elseif ARGV[4] ~= 
 end
 arg_key(1, sched_key(P, name))
 arg_key(2, P .. 'schedules')
+arg_key(3, P .. 'sched_numbers')
 
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if op == 'remove' then
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], name)
+  redis.call('ZREM', KEYS[3], name)
 elseif op == 'pause' then
   redis.call('HSET', KEYS[1], 'paused', '1')
   redis.call('ZADD', KEYS[2], PAUSED, name)

@@ -7,8 +7,18 @@ nothing, so a process that declares its schedules at every start keeps
 their cursor, record and pause. A changed definition starts again at
 next_ms and keeps the record (last run, last job) and a pause.
 
+Each schedule has a number `seq`, in every tick's JOB id (sched.lua), and
+no two schedules of a queue hold one at once: seq = k * seq_step +
+seq_offset, with k the first class index (0 .. SCHED_SEQS / seq_step - 1,
+then round again) after the meta's sched_seq (the last one given) that the
+numbers zset does not hold. A row whose number the numbers zset does not
+give it (stored before the zset, or of another class) is numbered again,
+even when its definition is the same (answers 2: its ticks' ids change;
+its cursor, record and pause stay).
+
 KEYS[1] schedule         emq:{q}:sched:<name>
 KEYS[2] schedules        emq:{q}:schedules
+KEYS[3] numbers          emq:{q}:sched_numbers
 ARGV[1] P                emq:{q}:
 ARGV[2] name             1..64 of [A-Za-z0-9._-]
 ARGV[3] kind             'cron' or 'every'
@@ -20,14 +30,13 @@ ARGV[7] lane             '' or the lane of each tick's job
 ARGV[8] priority         -100..100
 ARGV[9] catch_up         0..MAX_CATCH_UP missed ticks one fire makes up for
 ARGV[10] next_ms         the first tick (MIN_TICK..MAX_TICK)
-ARGV[11] seq_step        1..1024: a new schedule's number is k * seq_step + seq_offset,
-ARGV[12] seq_offset      0..seq_step-1, k counting the queue's schedules (meta
-                         sched_seq, mod SCHED_SEQS / seq_step). A plain queue sends
-                         1, 0; shard i of S sends S, i, so no two shards of a queue
-                         number schedules alike (the number is in each tick's JOB id).
+ARGV[11] seq_step        1..1024 and 0..seq_step-1: the class of this queue's
+ARGV[12] seq_offset      numbers. A plain queue sends 1, 0; shard i of S sends
+                         S, i, so no two shards of a queue number schedules alike.
 
-Replies: 1 created, 2 replaced, 0 unchanged.
-Errors: EMQARG for a bad argument (nothing changed).
+Replies: 1 created, 2 replaced (or numbered again), 0 unchanged.
+Errors: EMQARG for a bad argument, or when every number of the class is held
+        (nothing changed).
 ]]
 --- @include "args"
 --- @include "priority"
@@ -57,28 +66,38 @@ local step = arg_int(ARGV[11], 'seq_step', 1, 1024)
 local offset = arg_int(ARGV[12], 'seq_offset', 0, step - 1)
 arg_key(1, sched_key(P, name))
 arg_key(2, P .. 'schedules')
+arg_key(3, P .. 'sched_numbers')
 
 local fields = {'kind', 'spec', 'tz', 'payload', 'lane', 'priority', 'catch_up'}
-local old = redis.call('HMGET', KEYS[1], unpack(fields))
-local same = old[1] ~= false
+local old = redis.call('HMGET', KEYS[1], 'seq', unpack(fields))
+local created = old[2] == false
+local same = not created
 for i = 1, #fields do
-  if old[i] ~= ARGV[i + 2] then same = false end
+  if old[i + 1] ~= ARGV[i + 2] then same = false end
 end
-if same then return 0 end
+local slots = math.floor(SCHED_SEQS / step)
+local seq = tonumber(old[1])
+local k                         -- set when the schedule takes a new number
+if created or not seq or seq % step ~= offset or seq >= SCHED_SEQS
+    or tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= (seq - offset) / step then
+  k = sched_free_number(KEYS[3], tonumber(redis.call('HGET', P .. 'meta', 'sched_seq') or '0') + 1, slots)
+  if not k then arg_fail('name', 'every schedule number of this queue (' .. slots .. ') is held') end
+end
+if same and not k then return 0 end
 
+if k then
+  redis.call('HSET', P .. 'meta', 'sched_seq', k)
+  redis.call('ZADD', KEYS[3], k, name)
+  redis.call('HSET', KEYS[1], 'seq', k * step + offset)
+end
+redis.call('HINCRBY', KEYS[1], 'rev', 1)
+if same then return 2 end     -- numbered again; the rest stays
 local def = {}
 for i = 1, #fields do
   def[#def + 1] = fields[i]
   def[#def + 1] = ARGV[i + 2]
 end
-local created = old[1] == false
-if created then
-  local k = redis.call('HINCRBY', P .. 'meta', 'sched_seq', 1) % math.floor(SCHED_SEQS / step)
-  local seq = k * step + offset
-  redis.call('HSET', KEYS[1], 'seq', seq)
-end
 redis.call('HSET', KEYS[1], 'next', next_ms, unpack(def))
-redis.call('HINCRBY', KEYS[1], 'rev', 1)
 if redis.call('HGET', KEYS[1], 'paused') == '1' then
   redis.call('ZADD', KEYS[2], PAUSED, name)
 else

@@ -29,6 +29,27 @@ end
 
 local function arg_tick(v, what) return arg_int(v, what, MIN_TICK, MAX_TICK) end
 
+-- The first class index k, from `from` up to slots - 1 and then from 0, that
+-- the numbers zset (member: schedule name, score: its k) does not hold; nil
+-- when it holds every one. Read-only: a page of held indexes at a time, so
+-- a run of held ones costs one call per 100.
+local function sched_free_number(numbers, from, slots)
+  local function first_free(c, to)
+    while c <= to do
+      local held = redis.call('ZRANGEBYSCORE', numbers, c, to, 'WITHSCORES', 'LIMIT', 0, 100)
+      if #held == 0 then return c end
+      for i = 2, #held, 2 do
+        local s = tonumber(held[i])
+        if s > c then return c end
+        c = s + 1
+      end
+    end
+    return nil
+  end
+  from = from % slots
+  return first_free(from, slots - 1) or first_free(0, from - 1)
+end
+
 local B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
 -- 'JOB' .. base62((tick - MIN_TICK) * 2^22 + node * 2^12 + 2048 + low), 11

@@ -105,7 +105,8 @@ def test_schedule_set_stores_the_definition_and_the_first_tick(q, any_server):
                    b"priority": b"3", b"catch_up": b"2", b"next": str(first).encode(), b"rev": b"1", b"seq": b"1"}
     assert state[f"{q.prefix}schedules"] == ("zset", [(b"tick", float(first))])
     assert state[q.k_meta] == ("hash", {b"sched_seq": b"1"})
-    assert set(state) == {f"{q.prefix}sched:tick", f"{q.prefix}schedules", q.k_meta}
+    assert state[f"{q.prefix}sched_numbers"] == ("zset", [(b"tick", 1.0)])
+    assert set(state) == {f"{q.prefix}sched:tick", f"{q.prefix}schedules", f"{q.prefix}sched_numbers", q.k_meta}
 
 
 def test_declaring_the_same_schedule_again_changes_nothing_even_when_paused(q, any_server):
@@ -285,6 +286,46 @@ def test_no_minted_id_is_a_ticks_id():
         assert not minted & ticks
     assert {ids.parse(tick_job_id(seq, ids.EPOCH_MS))[1] for seq in range(4096)} == {
         (s >> 11) << 12 | 2048 | (s & 2047) for s in range(4096)}  # one id per number: no two schedules alike
+
+
+def test_a_number_a_live_schedule_holds_is_never_given_again(q, any_server):
+    """After the counter wraps (2^21 creations), the numbers live schedules
+    hold are skipped; a removed schedule's number is free again."""
+    assert q.schedule("keep", every_ms=1000) == "created"  # number 1
+    any_server.hset(q.k_meta, "sched_seq", 2097151)        # as after 2^21 - 1 creations
+    for name in ("a", "b", "c"):
+        q.schedule(name, every_ms=1000)
+    seqs = {row["name"]: row["seq"] for row in q.schedules()}
+    assert seqs == {"keep": 1, "a": 0, "b": 2, "c": 3}
+    assert q.unschedule("a") and any_server.zscore(f"{q.prefix}sched_numbers", "a") is None
+    any_server.hset(q.k_meta, "sched_seq", 2097151)
+    q.schedule("d", every_ms=1000)
+    assert {row["name"]: row["seq"] for row in q.schedules()}["d"] == 0
+
+
+def test_a_schedule_stored_before_the_numbers_is_numbered_again_when_declared(q, any_server):
+    """A row stored by an older version has a number the numbers zset does
+    not give it, maybe another schedule's: declaring it again (as a Django
+    worker does at every start) numbers it afresh, keeping its cursor."""
+    q.schedule("a", every_ms=1000)
+    q.schedule("b", every_ms=1000)
+    any_server.hset(f"{q.prefix}sched:b", "seq", 1)         # as the old per-shard counters left it: a's number
+    any_server.zrem(f"{q.prefix}sched_numbers", "b")
+    cursor = int(any_server.hget(f"{q.prefix}sched:b", "next"))
+    assert q.schedule("b", every_ms=1000) == "replaced"
+    row = {r["name"]: r for r in q.schedules()}["b"]
+    assert row["seq"] not in (1, 2) and row["cursor"] == cursor and row["rev"] == 2
+    assert q.schedule("b", every_ms=1000) == "unchanged"
+
+
+def test_when_every_number_is_held_a_new_schedule_is_refused_and_nothing_changes(r):
+    sq = ShardedQueue("t", r, shards=1024)  # a shard's class holds 2^21 / 1024 = 2048 numbers
+    shard = sq.shards[sq._schedule_shard("late", None)]
+    r.zadd(f"{shard.prefix}sched_numbers", {f"s{k}": k for k in range(2048)})
+    before = snapshot(r, shard)
+    with pytest.raises(ArgumentError, match="every schedule number"):
+        shard.schedule("late", every_ms=1000)
+    assert snapshot(r, shard) == before
 
 
 def test_schedules_on_different_shards_never_share_a_tick_id(r):

@@ -11,13 +11,16 @@ def schedule_set(name="beat", **kw):
     return call("schedule_set", name=name, **args)
 
 
-def stored(world, name="beat", *, paused=False, seq=1, **fields):
-    """Schedule ``name`` as schedule_set leaves it (next LIVE), and the meta's sched_seq."""
+def stored(world, name="beat", *, paused=False, seq=1, numbered=True, **fields):
+    """Schedule ``name`` as schedule_set leaves it (next LIVE), the meta's
+    sched_seq and, when ``numbered``, its number in the numbers zset (a
+    plain queue's: k = seq); not numbered, a row stored before the zset."""
     row = {**DEF, "next": LIVE, "rev": "1", "seq": str(seq), **fields}
     if paused:
         row["paused"] = "1"
-    return (world.raw(key(f"sched:{name}"), {"hash": dict(sorted(row.items()))})
-            .raw(key("schedules"), {"zset": {name: PAUSED if paused else LIVE}}).meta(sched_seq=seq))
+    world = (world.raw(key(f"sched:{name}"), {"hash": dict(sorted(row.items()))})
+             .raw(key("schedules"), {"zset": {name: PAUSED if paused else LIVE}}).meta(sched_seq=seq))
+    return world.raw(key("sched_numbers"), {"zset": {name: seq}}) if numbered else world
 
 
 def name_refusals(script, world, good_call) -> list:
@@ -43,8 +46,22 @@ CASES = [
          "(5 here: 83), so the shards of a queue never number two schedules alike",
          World().meta(sched_seq=4), schedule_set(seq_step="16", seq_offset="3")),
     case("shard-numbers-wrap", "k wraps at 2^21 // seq_step (131072 for 16): a number stays below 2^21 and "
-         "in its shard's class (k 0: the number is the offset)",
-         World().meta(sched_seq=131071), schedule_set(seq_step="16", seq_offset="15")),
+         "in its shard's class; k 0 is held here, so k 1: 1 * 16 + 15",
+         World().meta(sched_seq=131071).raw(key("sched_numbers"), {"zset": {"old": 0}}),
+         schedule_set(seq_step="16", seq_offset="15")),
+    case("skip-held", "the numbers after sched_seq that live schedules hold are skipped: 5 and 6 are held, "
+         "so k 7 (and sched_seq becomes 7)",
+         World().meta(sched_seq=4).raw(key("sched_numbers"), {"zset": {"a": 5, "b": 6, "c": 9}}),
+         schedule_set()),
+    case("renumber-unnumbered", "a row the numbers zset does not number (stored before it) is numbered again "
+         "although its definition is the same: a free k, seq, rev + 1; cursor and record stay; answers 2",
+         stored(World(), seq=7, numbered=False, last="5000", last_job="JOB0000000000A").meta(sched_seq=7),
+         schedule_set()),
+    case("renumber-other-class", "a row whose number is of another class (a shard's of another layout): "
+         "numbered again in this one; answers 2", stored(World(), seq=1),
+         schedule_set(seq_step="4", seq_offset="2")),
+    case("kept-number", "a row numbered in this class keeps its number when replaced",
+         stored(World(), seq=6).meta(sched_seq=9), schedule_set(payload="new")),
     case("unchanged", "the same definition again: answers 0 and nothing changes (cursor and record kept)",
          stored(World(), last="5000", last_job="JOB0000000000A"), schedule_set()),
     case("unchanged-paused", "the same definition of a paused schedule: 0, it stays paused",
@@ -64,6 +81,10 @@ CASES = [
                "seq_step": ("int", 1, 1024), "seq_offset": ("int", 0, 0)}),
     case("bad-seq_offset-class", "a seq_offset not below seq_step (16 of 16) is refused with EMQARG; nothing changes",
          World().meta(completed=1), schedule_set(seq_step="16", seq_offset="16")),
+    case("all-held", "every number of the class held (shard 0 of 1024 has 2^21 // 1024 = 2048, all held "
+         "here): refused with EMQARG; nothing changes",
+         World().meta(sched_seq=3).raw(key("sched_numbers"), {"zset": {f"s{k}": k for k in range(2048)}}),
+         schedule_set(seq_step="1024", seq_offset="0")),
     *name_refusals("schedule_set", World().meta(completed=1), schedule_set()),
     case("bad-cron-control", "a cron spec with a control character is refused with EMQARG; nothing changes",
          World().meta(completed=1), schedule_set(kind="cron", spec="* * * *\n *")),
