@@ -28,7 +28,7 @@ test('build fills KEYS from the named arguments', () => {
     argv: [P, 'JOB0000000000A', 'x', 'PLR0000000000A', '0', '5', '', '0'],
   });
   assert.deepEqual(build('schedule_op', P, { name: 'nightly', op: 'pause', next_ms: 0 }).keys,
-    ['emq:{cm}:sched:nightly', 'emq:{cm}:schedules']);
+    ['emq:{cm}:sched:nightly', 'emq:{cm}:schedules', 'emq:{cm}:sched_numbers']);
   assert.deepEqual(build('complete_batch', P, {}, [['JOB0000000000A', 1], ['JOB0000000000B', 2]]).argv,
     [P, 'JOB0000000000A', '1', 'JOB0000000000B', '2']);
   assert.throws(() => build('enqueue', P, { id: 'JOB0000000000A' }), /needs ARGV payload/);
