@@ -538,17 +538,21 @@ class Consumer:
         claim), without listening for wake tokens (an enqueue cannot open
         the window), sending the acks of jobs that finish."""
         self.stats["rate_waits"] += 1
+        cut = seconds > self.beat_ms / 1000
         until = time.monotonic() + min(seconds, self.beat_ms / 1000)
         while not self._stopping.is_set():
             left = until - time.monotonic()
             if left <= 0:
-                return
+                break
             with self._cond:
                 if not self._acks:
                     self._cond.wait(left)
                 acks = bool(self._acks)
             if acks:
                 self._cycle(claim=False)
+        look_again = getattr(self.queue, "look_again", None)
+        if cut and look_again is not None:  # a sharded queue: its next claim asks every shard
+            look_again()
 
     def _drain_cut(self) -> None:
         """Draining, and the drain has claimed its ``max_new`` new jobs: it claims no more."""

@@ -408,6 +408,14 @@ class ShardedQueue:
         """Whether any shard may have work now, as far as this process knows."""
         return self.turns.has_hot()
 
+    def look_again(self) -> None:
+        """A consumer waited a beat for a rate window, deaf to wake-ups: the
+        holds this process knew of go, so its next claim asks every shard.
+        A limit cleared or changed elsewhere, and new work on a shard held
+        for its lanes or on an empty one, are seen within a beat; a window
+        still full answers its wait again."""
+        self.turns.restart()
+
     # --- issue 21: schedules, priorities, rate limits, unique jobs ---
     # Priorities need nothing here: a job's priority orders its own ready set,
     # on its own shard. The rest, and how each works across shards:

@@ -536,3 +536,49 @@ def test_a_sharded_drain_under_a_long_window_returns_right_after_its_last_job(r,
         assert sq.ready_shards() == [1]  # a cooling lane that holds a ready job
         sq.lanes.pause(lanes[1])
         assert sq.ready_shards() == []  # paused: the pause holds it, not the window
+
+
+def test_a_sharded_consumer_sees_a_limit_cleared_elsewhere_within_a_beat(r):
+    """Every shard held by its share of the window (1 per 20 s each): the
+    consumer waits a beat at a time and then asks every shard again, so a
+    limit cleared by another process is seen then, not when the holds end."""
+    sq = ShardedQueue("held", r, shards=2)
+    sq.set_rate_limit(1, 10_000)
+    sq.enqueue_many([{"payload": b"x", "job_id": id_on(sq, i % 2)} for i in range(6)])
+    done, all_done = [], threading.Event()
+
+    def handler(job):
+        done.append(job.id)
+        if len(done) == 6:
+            all_done.set()
+
+    c = Consumer(sq, handler, concurrency=2, beat_ms=300)
+    t = threading.Thread(target=c.run, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: len(done) == 2 and c.stats["rate_waits"] >= 1, timeout=10, what="both shares used")
+        ShardedQueue("held", r, shards=2).set_rate_limit(None)  # another process
+        assert all_done.wait(8), done  # the holds would have lasted 20 s
+    finally:
+        c.stop()
+        t.join(10)
+
+
+def test_a_sharded_drain_held_for_a_lane_finds_new_work_on_that_shard_within_a_beat(r):
+    """A drain waits for a cooling lane's window deaf to wake-ups; after a
+    beat it asks every shard again, so a job a handler put on another lane
+    of the held shard runs then, not after the lane's window."""
+    sq = ShardedQueue("held", r, shards=2)
+    a, b = lane_on(sq, 0), lane_on(sq, 0)  # two lanes of shard 0
+    sq.lanes.set_rate(a, 1, 4_000)
+    sq.enqueue_many([{"payload": b"a1", "lane": a}, {"payload": b"a2", "lane": a}])
+    began, ran = time.monotonic(), {}
+
+    def handler(job):
+        ran[job.payload] = time.monotonic() - began
+        if job.payload == b"a1":
+            sq.enqueue(b"b1", lane=b)
+
+    stats = Consumer(sq, handler, concurrency=2, beat_ms=200).drain()
+    assert stats["completed"] == 3 and list(ran) == [b"a1", b"b1", b"a2"], ran
+    assert ran[b"b1"] < 2.0 <= 3.9 < ran[b"a2"], ran  # b1 within beats; a2 when the lane's window reopens

@@ -106,6 +106,7 @@ export class Consumer {
   // it reopens (a beat at most, so a limit cleared meanwhile is seen), deaf
   // to wake tokens, as a new job cannot open the window; stop() ends it.
   async rateWait(waitMs) {
+    if (this.stopping) return; // stop() came while the claim was on its way
     await new Promise((resolve) => {
       const timer = setTimeout(resolve, Math.min(this.beatMs, waitMs));
       this.wakeRateWait = () => { clearTimeout(timer); resolve(); };
