@@ -176,13 +176,7 @@ def test_a_limit_cleared_while_a_consumer_waits_out_its_window_is_seen_within_a_
     q = Queue("rated", r)
     q.set_rate_limit(1, 60_000)
     q.enqueue_many([b"x"] * 3)
-    seen, all_done = [], threading.Event()
-
-    def handler(job):
-        seen.append(job.id)
-        if len(seen) == 3:
-            all_done.set()
-
+    handler, seen, all_done = counting(3)
     c = Consumer(q, handler, beat_ms=500)
     t = threading.Thread(target=c.run, daemon=True)
     t.start()
@@ -367,6 +361,17 @@ def test_the_lane_wait_looks_at_the_first_100_cooling_lanes(q, any_server):
 
 # -- a ShardedQueue: the limit split over the shards, the waits of its claims ---------------------
 
+def counting(n: int):
+    """(handler, ids seen, an Event set once ``n`` jobs were handled)."""
+    seen, done = [], threading.Event()
+
+    def handler(job):
+        seen.append(job.id)
+        if len(seen) == n:
+            done.set()
+    return handler, seen, done
+
+
 def id_on(sq, shard: int) -> str:
     """A fresh JOB id whose shard is ``shard`` (flat jobs go to their id's)."""
     while True:
@@ -453,13 +458,7 @@ def test_a_sharded_consumer_under_a_limit_claims_as_the_windows_reopen(r, limit)
             sq.lanes.set_rate(lane, 2, 300)
         items = [{"payload": b"x", "lane": lanes[i % 3]} for i in range(24)]
     sq.enqueue_many(items)
-    done, seen = threading.Event(), []
-
-    def handler(job):
-        seen.append(job.id)
-        if len(seen) == 24:
-            done.set()
-
+    handler, seen, done = counting(24)
     consumer = Consumer(sq, handler, concurrency=2, beat_ms=5_000)
     t = threading.Thread(target=consumer.run, daemon=True)
     t.start()
@@ -545,13 +544,7 @@ def test_a_sharded_consumer_sees_a_limit_cleared_elsewhere_within_a_beat(r):
     sq = ShardedQueue("held", r, shards=2)
     sq.set_rate_limit(1, 10_000)
     sq.enqueue_many([{"payload": b"x", "job_id": id_on(sq, i % 2)} for i in range(6)])
-    done, all_done = [], threading.Event()
-
-    def handler(job):
-        done.append(job.id)
-        if len(done) == 6:
-            all_done.set()
-
+    handler, done, all_done = counting(6)
     c = Consumer(sq, handler, concurrency=2, beat_ms=300)
     t = threading.Thread(target=c.run, daemon=True)
     t.start()
