@@ -86,8 +86,19 @@ def enqueue_items(items):
                    {k: item[k] for k in ENQUEUE_OPTIONS if item.get(k) is not None})
 
 
+_TUPLE, _TWO, _INT = {tuple}, {2}, {int}
+
+
 def check_pairs(pairs, what: str) -> list[tuple[str, int]]:
     """(job id, attempts) pairs, each checked before anything is sent."""
+    if type(pairs) is list and pairs and set(map(type, pairs)) == _TUPLE and set(map(len, pairs)) == _TWO:
+        # The usual call (a consumer's acks): (str, int) tuples, checked
+        # together in a few passes at C speed; anything else is checked
+        # one by one below, which names the item at fault.
+        job_ids, tokens = zip(*pairs)
+        if (set(map(type, tokens)) == _INT and min(tokens) >= 1 and max(tokens) <= MAX_TOKEN
+                and ids.all_valid(job_ids, "JOB")):
+            return pairs
     out = []
     for item in check_items(pairs, what):
         if type(item) is tuple and len(item) == 2:  # the usual (str, int): the same checks, inline

@@ -70,6 +70,32 @@ def is_valid(s: object) -> bool:
     return s[3:] <= MAX_PAYLOAD
 
 
+def all_valid(strings, brand: str) -> bool:
+    """True when every item of ``strings`` (a non-empty sequence) is a str
+    with the shape of a ``brand`` id, as ``is_valid`` checks one: the
+    strings joined and matched by one regex, and the largest compared with
+    the largest id (a consumer's acks check a few dozen ids per round trip,
+    and one ``is_valid`` call each cost more than the rest of the ack)."""
+    shape = _MANY.get(brand)
+    if shape is None:
+        if not _BRAND.fullmatch(brand):
+            raise InvalidName(f"brand must be three upper-case letters, got {brand!r}")
+        one = brand + "[0-9A-Za-z]{%d}" % WIDTH
+        shape = _MANY.setdefault(brand, re.compile(f"{one}(?:\n{one})*"))
+    try:
+        joined = "\n".join(strings)  # TypeError: an item that is not a str
+    except TypeError:
+        return False
+    # As long as n ids and their n - 1 newlines: no item holds a newline,
+    # so the ids the regex found are the items. Fixed width, one brand and
+    # an ASCII-ordered alphabet: the largest string is the largest number.
+    return (len(joined) == len(strings) * (LENGTH + 1) - 1 and shape.fullmatch(joined) is not None
+            and max(strings)[3:] <= MAX_PAYLOAD)
+
+
+_MANY: dict[str, re.Pattern] = {}
+
+
 def parse(s: str | bytes) -> tuple[str, int]:
     """Split a branded id into ``(brand, n)``; InvalidName (a ValueError) when ill-formed."""
     if not is_valid(s):

@@ -378,3 +378,29 @@ def test_bounds_are_inclusive(any_server):
     assert len(any_server.hget(q.job_key(a.id), "last_error")) == MAX_TEXT
     jid = ids.mint("JOB")
     assert q._run("enqueue", (q.job_key(jid), q.k_pending, q.k_schedule), [q.prefix, jid, b"", "", str(MAX_MS)]) == 2
+
+
+def test_a_list_of_pairs_checked_at_once_is_refused_exactly_when_one_by_one_is():
+    """check_pairs takes a list of (str, int) tuples in a few passes at once
+    (a consumer's acks); a tuple of the same pairs is checked one by one.
+    Both answer the same for every bad id and token, at any position."""
+    from echomq.checks import check_pairs
+
+    good = [(ids.mint("JOB"), 1), (ids.mint("JOB"), MAX_TOKEN), ("JOBAzL8n0Y58m7", 2)]
+    bad_items = [(bad, 1) for bad in BAD_IDS + [None, 7, b"JOB0KHTOWnGLuC", "USR0KHTOWnGLuC"]]
+    bad_items += [(good[0][0], bad) for bad in (0, -1, MAX_TOKEN + 1, True, 1.0, "1", None)]
+    bad_items += [(good[0][0],), (good[0][0], 1, 2), [good[0][0], 1], good[0][0]]
+    assert check_pairs(list(good), "t") == check_pairs(tuple(good), "t") == good
+    for bad in bad_items:
+        for at in range(len(good) + 1):
+            pairs = good[:at] + [bad] + good[at:]
+            one_by_one = at_once = None
+            try:
+                one_by_one = check_pairs(tuple(pairs), "t")
+            except ArgumentError as exc:
+                one_by_one = type(exc)
+            try:
+                at_once = check_pairs(pairs, "t")
+            except ArgumentError as exc:
+                at_once = type(exc)
+            assert at_once == one_by_one, (bad, at, at_once, one_by_one)

@@ -92,3 +92,26 @@ def test_node_id_is_configurable():
     assert ids.parse(ids.Minter(node=1023).mint("JOB"))[1] >> 12 & 1023 == 1023
     with pytest.raises(ValueError):
         ids.Minter(node=1024)
+
+
+BAD_JOB_IDS = ["JOBAzL8n0Y58m8", "JOBzzzzzzzzzzz", "job0KHTOWnGLuC", "JO0KHTOWnGLuCx", "JOB0KHTOWnGLu",
+               "JOB0KHTOWnGLuC0", "JOB0KHTOWn-LuC", "JOB0KHTOWnGLu\u00e9", "", None, 42, b"JOB0KHTOWnGLuC",
+               "USR0KHTOWnGLuC", "JOB0KHTOWnGLu\n", "\nJOB0KHTOWnGLu"]
+
+
+@pytest.mark.parametrize("bad", BAD_JOB_IDS)
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_all_valid_refuses_a_list_with_one_bad_id_anywhere(bad, at):
+    good = [ids.mint("JOB") for _ in range(2)] + ["JOBAzL8n0Y58m7", "JOB00000000000"]
+    assert ids.all_valid(good, "JOB")
+    strings = good[:at] + [bad] + good[at:]
+    assert not ids.all_valid(strings, "JOB")
+    assert not ids.all_valid([bad], "JOB")
+
+
+def test_all_valid_is_not_fooled_by_ids_smuggled_across_items_by_newlines():
+    a, b, c = (ids.mint("JOB") for _ in range(3))
+    # joined, each of these reads as well-formed ids separated by newlines
+    for strings in ([f"{a}\n{b}"], [f"{a}\n{b}", c], [a, f"{b}\n{c}"], ["", f"{a}\n{b}"], [f"{a}\n", b]):
+        assert not ids.all_valid(strings, "JOB"), strings
+    assert ids.all_valid([a, b, c], "JOB") and not ids.all_valid([a, b, c], "USR")
