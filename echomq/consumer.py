@@ -25,12 +25,12 @@ Read it top to bottom the way it runs:
   (the thread sleeps inside the handler: a network call, a query), since
   another thread can use the core meanwhile. A handler that only computes
   keeps one thread: with the GIL, more would take turns, not add speed
-  (see ``_grow``). MAX_THREADS is 32, not the 8 or so a handler's own
+  (see ``_grow``). MAX_THREADS is 48, not the 8 or so a handler's own
   waits would need: when handlers talk to the Valkey that holds the queue,
-  each claim script holds that server for a millisecond or two, and their
-  calls wait behind it; with more threads in flight, more replies come
-  back after it to keep the core busy, and the server answers more calls
-  per wake-up (bench/README.md, ``bench.work``).
+  each claim script holds that server while their calls wait behind it;
+  with more threads in flight, more replies come back after it to keep
+  the core busy, and the server answers more calls per wake-up
+  (bench/README.md, ``bench.work``).
 * When a claim comes back short (the queue had nothing more ready), the
   fetcher parks on ``BLPOP emq:{q}:wake emq:{q}:wake:<consumer id>`` for up
   to one beat. An enqueue pushes a token on the first list (and a short claim
@@ -103,7 +103,7 @@ CONNECTION_ERRORS = (Unavailable,)  # the core maps redis-py's errors to it (err
 # Adaptive prefetch: claim ahead at most PREFETCH_MAX jobs, and only as many
 # as the threads get through in WAIT_BUDGET_S by the handlers' recent mean
 # time, so a prefetched job waits about that long at most. 256: with 32
-# threads on short handlers, a cycle (claims of half the window) takes a
+# threads or more on short handlers, a cycle (claims of half the window) takes a
 # few ms, and a smaller window lets the run queue run dry meanwhile.
 PREFETCH_MAX = 256
 WAIT_BUDGET_S = 0.05
@@ -114,19 +114,26 @@ MAX_WINDOW_MS = 1_000  # batch_window_ms: a window is a few ms; a second is alre
 # voluntary context switch of its thread), and threads are added while at
 # least half the probed calls did. Each thread that does I/O holds its own
 # connections (a database connection per thread under Django). Every 2nd
-# call at first: 1 to 32 threads in about 160 jobs (probing stops at the
+# call at first: 1 to 48 threads in about 200 jobs (probing stops at the
 # most); a handler that computes is probed ever less often (see _grow).
-MAX_THREADS = 32
+# 48, not 32: with claims of SELF_CLAIM jobs, the default Consumer reached
+# 75% of the ceiling with 48 threads against 71% with 32 (bench.work's
+# workload, 12 interleaved rounds; 32 threads with claims of 24: 70%).
+MAX_THREADS = 48
 DRAIN_MAX_NEW = 1_000  # jobs admitted after a drain began that it claims at most (Consumer.drain)
 PROBE_EVERY = 2
 PROBE_EVERY_MAX = 16
 PROBES = 16  # probed calls a decision rests on
 # A worker thread that finds the run queue empty while the queue is busy
 # claims for itself (see _serve_self): at most SELF_CLAIM jobs, in one round
-# trip that also carries the acks waiting. 16: claims of 8 cost the server
-# 13% more per job than 16 (``bench.work instructions``), and longer ones
-# hold Valkey longer while the handlers' own calls wait behind them.
-SELF_CLAIM = 16
+# trip that also carries the acks waiting. 24: a round trip costs the
+# worker tens of us of CPU whatever it carries (63 for a claim of one,
+# 93 for a claim of 16, in a process doing nothing else), and claims of 8 cost the server
+# 13% more per job than 16 (``bench.work instructions``); longer ones hold
+# Valkey longer while the handlers' own calls wait behind them, which more
+# threads make up for (MAX_THREADS): 24 with 48 threads took 33.0 us of
+# worker CPU per job against 34.3 for 16 with 32.
+SELF_CLAIM = 24
 # ... once it runs this many threads. With fewer, the time each thread
 # spends waiting on its own claims costs more than the fetcher's long claims
 # do (bench.work, one INCR per job: 8 threads 49% of the ceiling claiming
