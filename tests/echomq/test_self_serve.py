@@ -181,10 +181,24 @@ def test_a_ready_job_is_claimed_while_one_thread_is_held_up_and_the_rest_wait(q)
 
     q.enqueue(b"gate")
     c = Consumer(q, handler, concurrency=SELF_SERVE_THREADS, prefetch=0, beat_ms=200)
+
+    def others_idle():
+        # Each beat the fetcher hands its park to an idle thread, which then
+        # waits in Valkey, not on the run queue: every other thread is idle
+        # only between two hand-overs. So look often, and make the race's
+        # state under the consumer's lock, while it holds.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with c._cond:
+                if c._started and c._idle == SELF_SERVE_THREADS - 1:
+                    c._hot = True  # what the race leaves behind
+                    return True
+            time.sleep(0.0002)
+        return False
+
     with Running(c):
         try:
-            wait_for(lambda: c._started and c._idle == SELF_SERVE_THREADS - 1, what="gate running, others idle")
-            c._hot = True  # what the race leaves behind
+            assert others_idle(), "gate running and every other thread idle: not seen in 20 s"
             q.enqueue(b"x")
             ok = handled.wait(3)
         finally:
