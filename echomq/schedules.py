@@ -198,18 +198,57 @@ def check_definition(name: str, *, cron: str | None = None, every_ms: int | None
 
 def set_schedule(queue, name: str, *, cron: str | None = None, every_ms: int | None = None,
                  payload=b"", lane: str | None = None, tz: str = "UTC", catch_up: int = 0,
-                 priority: int = 0) -> str:
+                 priority: int = 0, stamp: str = "") -> str:
     """Create or replace schedule ``name``; answers "created", "replaced" or
     "unchanged" (the same definition again keeps its cursor and pause; a
     schedule stored before the numbers zset is numbered again and answers
-    "replaced"). Every argument is checked first (ArgumentError, nothing stored)."""
+    "replaced"). Every argument is checked first (ArgumentError, nothing stored).
+    ``stamp`` (a ShardedQueue's, see :func:`new_stamp`) is kept on the row."""
     name, g, payload, lane = check_definition(name, cron=cron, every_ms=every_ms, payload=payload, lane=lane,
                                               tz=tz, catch_up=catch_up, priority=priority)
     first = g.first_after(queue.server_time_ms())
     kind = "every" if isinstance(g, Every) else "cron"
     step, offset = queue.schedule_numbers
-    args = (queue.prefix, name, kind, g.spec, tz, payload, lane, priority, catch_up, first, step, offset)
+    args = (queue.prefix, name, kind, g.spec, tz, payload, lane, priority, catch_up, first, step, offset,
+            check_stamp(stamp, none_ok=True))
     return _STATUS[queue._run("schedule_set", keys_numbered(queue, name), args)]
+
+
+_STAMP = re.compile(r"[A-Za-z0-9:]{1,64}")
+
+
+def check_stamp(stamp, *, none_ok: bool = False) -> str:
+    if none_ok and stamp == "":
+        return stamp
+    if not isinstance(stamp, str) or not _STAMP.fullmatch(stamp):
+        raise ArgumentError(f"a schedule stamp is 1 to 64 of [A-Za-z0-9:], got {str(stamp)[:40]!r}")
+    return stamp
+
+
+def new_stamp(shard: int) -> str:
+    """A declaration's stamp: a fresh id (mint order: later declarations
+    stamp larger, byte by byte) and the shard the schedule goes to, so two
+    declarations that go to different shards never stamp alike."""
+    return f"{ids.mint('SCH')}:{shard:04d}"
+
+
+def supersede(queues, name: str, stamp: str, *, withdraw: bool = False) -> list[int]:
+    """On each of ``queues`` (a ShardedQueue's shards, one round trip),
+    remove schedule ``name`` if its stamp is older than ``stamp`` (or it has
+    none); with ``withdraw``, only if its stamp is ``stamp``. Answers, per
+    queue, 1 removed, 0 no such schedule, -1 kept (lua/schedule_op.lua)."""
+    name, stamp = check_name(name), check_stamp(stamp)
+    what = "withdraw" if withdraw else "supersede"
+    if not queues:
+        return []
+    batch = queues[0].batch()
+    for q in queues:
+        batch.add("schedule_op", keys_numbered(q, name), (q.prefix, name, what, stamp))
+    replies = batch.run()
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return [int(r) for r in replies]
 
 
 def op(queue, name: str, what: str) -> bool:

@@ -16,6 +16,11 @@ give it (stored before the zset, or of another class) is numbered again,
 even when its definition is the same (answers 2: its ticks' ids change;
 its cursor, record and pause stay).
 
+A stamp (a ShardedQueue's declaration: it keeps one copy of a schedule, on
+its lane's shard, and removes the copies on the other shards that older
+declarations left, see schedule_op's supersede) is kept on the row as
+`stamp` at every call that gives one, also when the definition is the same.
+
 KEYS[1] schedule         emq:{q}:sched:<name>
 KEYS[2] schedules        emq:{q}:schedules
 KEYS[3] numbers          emq:{q}:sched_numbers
@@ -33,8 +38,11 @@ ARGV[10] next_ms         the first tick (MIN_TICK..MAX_TICK)
 ARGV[11] seq_step        1..1024 and 0..seq_step-1: the class of this queue's
 ARGV[12] seq_offset      numbers. A plain queue sends 1, 0; shard i of S sends
                          S, i, so no two shards of a queue number schedules alike.
+ARGV[13] stamp           '' (none: the row's stays) or 1..64 of [A-Za-z0-9:],
+                         this declaration's stamp (compared byte by byte)
 
-Replies: 1 created, 2 replaced (or numbered again), 0 unchanged.
+Replies: 1 created, 2 replaced (or numbered again), 0 unchanged (the
+         definition; the stamp, if given, is written).
 Errors: EMQARG for a bad argument, or when every number of the class is held
         (nothing changed).
 ]]
@@ -42,7 +50,7 @@ Errors: EMQARG for a bad argument, or when every number of the class is held
 --- @include "priority"
 --- @include "sched"
 
-arg_count(12)
+arg_count(13)
 local P = arg_prefix(ARGV[1])
 local name = arg_sched_name(ARGV[2])
 local kind = ARGV[3]
@@ -64,6 +72,7 @@ arg_int(ARGV[9], 'catch_up', 0, MAX_CATCH_UP)
 local next_ms = arg_tick(ARGV[10], 'next_ms')
 local step = arg_int(ARGV[11], 'seq_step', 1, 1024)
 local offset = arg_int(ARGV[12], 'seq_offset', 0, step - 1)
+local stamp = arg_stamp(ARGV[13], true)
 arg_key(1, sched_key(P, name))
 arg_key(2, P .. 'schedules')
 arg_key(3, P .. 'sched_numbers')
@@ -83,6 +92,7 @@ if created or not seq or seq % step ~= offset or seq >= SCHED_SEQS
   k = sched_free_number(KEYS[3], tonumber(redis.call('HGET', P .. 'meta', 'sched_seq') or '0') + 1, slots)
   if not k then arg_fail('name', 'every schedule number of this queue (' .. slots .. ') is held') end
 end
+if stamp ~= '' then redis.call('HSET', KEYS[1], 'stamp', stamp) end
 if same and not k then return 0 end
 
 if k then

@@ -23,6 +23,7 @@ from ..cluster import node_of
 from ..errors import UNAVAILABLE, ArgumentError, JobNotFound, WrongState, translate, translated
 from ..queue import DEFAULT_LEASE_MS, ClaimedJobs, Queue, Reaped, check_unique_key
 from ..rates import rate_args
+from .. import schedules as _schedules
 from ..schedules import check_name
 from .batching import NodeBatch, ShardedBatch
 from .lanes import ShardedLanes
@@ -482,14 +483,35 @@ class ShardedQueue:
         return next((s for s, there in zip(self.shards, found) if there), None)
 
     def schedule(self, name: str, *, lane: str | None = None, **definition) -> str:
-        """As Queue.schedule, on the schedule's shard (see _schedule_shard);
-        a copy left on another shard by an older definition (another lane) is removed."""
-        i = self._schedule_shard(name, lane)
-        answer = self.shards[i].schedule(name, lane=lane, **definition)
-        for j, shard in enumerate(self.shards):
-            if j != i:
-                shard.unschedule(name)
+        """As Queue.schedule, on the schedule's shard (see _schedule_shard).
+
+        A copy left on another shard by an older definition (another lane)
+        is removed, and one copy stays even when two processes declare the
+        schedule with different lanes at once: each declaration is stamped
+        (later ones stamp larger) and stores its stamp with its copy; then
+        it removes the copies with older stamps on the other shards, and if
+        one of them holds a newer stamp, withdraws its own copy (unless a
+        newer declaration stamped it since). The newest declaration's copy
+        stays; removing before storing would leave two, storing then
+        removing unconditionally none."""
+        *_, answer = self._declaring(name, lane, definition)
         return answer
+
+    def _declaring(self, name: str, lane: str | None, definition: dict):
+        """schedule()'s steps, one per ``next()`` (a test interleaves two
+        declarations step by step): mint the stamp; store the stamped copy;
+        remove older copies elsewhere; withdraw it if another shard holds a
+        newer one. The last thing yielded is the stored copy's answer."""
+        i = self._schedule_shard(name, lane)
+        stamp = _schedules.new_stamp(i)
+        yield None  # (minted: another declaration may store and finish before this one stores)
+        answer = _schedules.set_schedule(self.shards[i], name, lane=lane, stamp=stamp, **definition)
+        yield answer
+        others = [shard for j, shard in enumerate(self.shards) if j != i]
+        if -1 in _schedules.supersede(others, name, stamp):
+            yield answer
+            _schedules.supersede([self.shards[i]], name, stamp, withdraw=True)
+        yield answer
 
     def schedules(self) -> list[dict]:
         rows = [row for shard in self.shards for row in shard.schedules()]

@@ -29,6 +29,25 @@ end
 
 local function arg_tick(v, what) return arg_int(v, what, MIN_TICK, MAX_TICK) end
 
+-- A declaration's stamp (a ShardedQueue's, see schedule_set): 1 to 64 of
+-- [A-Za-z0-9:]; '' (none) where `none_ok`.
+local function arg_stamp(v, none_ok)
+  if none_ok and v == '' then return v end
+  if type(v) ~= 'string' or #v > 64 or not string.find(v, '^[%w:]+$') then
+    arg_fail('stamp', 'want 1 to 64 of [A-Za-z0-9:], got "' .. string.sub(tostring(v), 1, 40) .. '"')
+  end
+  return v
+end
+
+-- a < b, byte by byte (Lua's own < on strings follows the server's locale).
+local function bytes_less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
 -- The first class index k, from `from` up to slots - 1 and then from 0, that
 -- the numbers zset (member: schedule name, score: its k) does not hold; nil
 -- when it holds every one. Read-only: a page of held indexes at a time, so

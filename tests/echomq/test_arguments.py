@@ -82,6 +82,8 @@ def bad_values(kind):
         return [(v, ArgumentError) for v in ["", "a b", "x" * (LIMITS["MAX_CRON"] + 1), "../x", "UTC\n"]]
     if kind == "tick":
         return [(v, ArgumentError) for v in NOT_INTEGERS + ["0", "1704067199999", str(LIMITS["MAX_TICK"] + 1)]]
+    if kind == "stamp?":  # a schedule declaration's stamp, or ''
+        return [(v, ArgumentError) for v in ["a b", "a-b", "x" * 65, "é", "a\n", "{s}"]]
     if kind == "zero":  # '0' where an argument is unused
         return [(v, ArgumentError) for v in ["", "1", "00", "x"]]
     if kind == "worker":  # a Django task's worker id
@@ -177,9 +179,9 @@ class World:
                           ["P", "lane", (0, MAX_COUNT), (0, MAX_MS)]),
             "schedule_set": ((f"{P}sched:tick", f"{P}schedules", f"{P}sched_numbers"),
                              [P, "tick", "every", "2000", "UTC", b"p", self.lane, "-3", "2", str(self.tick + 60_000),
-                              "4", "3"],
+                              "4", "3", "SCH0KHTOWnGLuC:0003"],
                              ["P", "name", "kind", (1, MAX_MS), "tz", "any", "lane?", "priority",
-                              (0, LIMITS["MAX_CATCH_UP"]), "tick", (1, 1024), (0, 3)]),
+                              (0, LIMITS["MAX_CATCH_UP"]), "tick", (1, 1024), (0, 3), "stamp?"]),
             "schedule_op": ((f"{P}sched:other", f"{P}schedules", f"{P}sched_numbers"), [P, "other", "pause", "0"],
                             ["P", "name", "op", "zero"]),
             "schedule_fire": ((f"{P}sched:tick", f"{P}schedules"),

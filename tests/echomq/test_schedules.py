@@ -448,3 +448,61 @@ def test_two_reaper_processes_racing_over_a_restart_enqueue_each_tick_once(valke
     assert len(runs) == len(set(runs)) == int(r.get("effects"))  # none twice
     assert set(runs) == grid_ids  # every tick from the first to the last, nothing off the grid
     assert len(grid_ids) >= 30
+
+
+def _interleavings(a: int, b: int):
+    """Every order of a steps of A and b steps of B, as strings of 'A' and 'B'."""
+    if not a or not b:
+        yield "A" * a + "B" * b
+        return
+    for rest in _interleavings(a - 1, b):
+        yield "A" + rest
+    for rest in _interleavings(a, b - 1):
+        yield "B" + rest
+
+
+def test_two_declarations_with_different_lanes_at_once_leave_the_newer_copy_in_every_order(r):
+    """Two processes declare schedule s at once, each with its own lane, so
+    on two shards. In every order of their steps (mint the stamp, store the
+    stamped copy, remove older copies elsewhere, withdraw its own if a newer
+    one is elsewhere) one copy stays, the later stamp's. Storing then
+    removing the other shards' copies unconditionally left none when both
+    stored before either removed; without the withdrawal, a declaration
+    that minted first but stored last left two."""
+    sq = ShardedQueue("t", r, shards=4)
+    lanes = {}
+    while len(lanes) < 2:  # two lanes on two different shards
+        lane = ids.mint("PLR")
+        lanes.setdefault(sq.shard_index(lane=lane), lane)
+    (_, lane_a), (_, lane_b) = sorted(lanes.items())
+    orders = list(_interleavings(4, 4))
+    assert len(orders) == 70
+    for order in orders:
+        for swap in (False, True):  # which declaration takes the lower shard
+            r.flushdb()
+            lane = {"A": lane_a, "B": lane_b} if not swap else {"A": lane_b, "B": lane_a}
+            every = {"A": 1000, "B": 2000}
+            steps = {who: sq._declaring("s", lane[who], {"every_ms": every[who]}) for who in "AB"}
+            for who in order:  # a declaration's first step mints its stamp: the one to go first is older
+                next(steps[who], None)
+            for gen in steps.values():
+                assert next(gen, None) is None  # four steps at most
+            newer = "B" if order[0] == "A" else "A"
+            held = [(i, s) for i, shard in enumerate(sq.shards) for s in shard.schedules()]
+            assert [(i, s["lane"], s["every_ms"]) for i, s in held] == [
+                (sq.shard_index(lane=lane[newer]), lane[newer], every[newer])], (order, swap, held)
+
+
+def test_a_declaration_moves_a_schedule_to_its_new_lanes_shard_and_keeps_one_copy(r):
+    sq = ShardedQueue("t", r, shards=4)
+    lanes = {}
+    while len(lanes) < 2:
+        lane = ids.mint("PLR")
+        lanes.setdefault(sq.shard_index(lane=lane), lane)
+    (i1, l1), (i2, l2) = lanes.items()
+    assert sq.schedule("s", every_ms=1000, lane=l1) == "created"
+    assert sq.schedule("s", every_ms=1000, lane=l2) == "created"  # a new copy, on l2's shard
+    assert [(sq.shards.index(sh), s["lane"]) for sh in sq.shards for s in sh.schedules()] == [(i2, l2)]
+    assert sq.schedule("s", every_ms=1000, lane=l2) == "unchanged"
+    assert sq.schedule("s", every_ms=1000) in ("created", "replaced")  # no lane: the name's shard
+    assert len(sq.schedules()) == 1

@@ -23,7 +23,7 @@ export const LAYOUTS = {
   counts: { keys: ['pending', 'active', 'schedule', 'dead', 'meta', 'lanes', 'ring'], argv: ['P'] },
   rate: { keys: ['meta'], argv: ['P', 'jobs', 'per_ms'] },
   lane_rate: { keys: ['g:<lane>:meta'], argv: ['P', 'lane', 'jobs', 'per_ms'] },
-  schedule_set: { keys: ['sched:<name>', 'schedules', 'sched_numbers'], argv: ['P', 'name', 'kind', 'spec', 'tz', 'payload', 'lane', 'priority', 'catch_up', 'next_ms', 'seq_step', 'seq_offset'] },
+  schedule_set: { keys: ['sched:<name>', 'schedules', 'sched_numbers'], argv: ['P', 'name', 'kind', 'spec', 'tz', 'payload', 'lane', 'priority', 'catch_up', 'next_ms', 'seq_step', 'seq_offset', 'stamp'] },
   schedule_op: { keys: ['sched:<name>', 'schedules', 'sched_numbers'], argv: ['P', 'name', 'op', 'next_ms'] },
   schedule_fire: { keys: ['sched:<name>', 'schedules'], argv: ['P', 'name', 'rev', 'expect', 'next_ms'], repeated: ['tick', 'id'] },
   progress: { keys: ['job:<id>', 'active'], argv: ['P', 'id', 'token', 'value'] },

@@ -3,11 +3,14 @@ from ..dsl import L1, LIVE, MAX_MS, P, World, call, case, key, refusals
 
 NEXT = 3786825600000  # 2090-01-01: a first tick the caller computed (ticks end in 2093)
 PAUSED = 9999999999999  # a paused schedule's score (lua/include/sched.lua)
+# Stamps (a ShardedQueue's declarations: a minted id and the shard), S1 older than S2.
+S1, S2 = "SCH0KHTOWnGLuC:0003", "SCH0KHTOWnGLuD:0001"
+BAD_STAMPS = [("a b", "space", "with a space"), ("a-b", "dash", "with a dash"), ("x" * 65, "long", "of 65 bytes")]
 DEF = {"kind": "every", "spec": "60000", "tz": "UTC", "payload": "p", "lane": "", "priority": "0", "catch_up": "0"}
 
 
 def schedule_set(name="beat", **kw):
-    args = {**DEF, "next_ms": NEXT, "seq_step": "1", "seq_offset": "0", **kw}
+    args = {**DEF, "next_ms": NEXT, "seq_step": "1", "seq_offset": "0", "stamp": "", **kw}
     return call("schedule_set", name=name, **args)
 
 
@@ -64,6 +67,11 @@ CASES = [
          stored(World(), seq=6).meta(sched_seq=9), schedule_set(payload="new")),
     case("unchanged", "the same definition again: answers 0 and nothing changes (cursor and record kept)",
          stored(World(), last="5000", last_job="JOB0000000000A"), schedule_set()),
+    case("stamped", "a declaration's stamp is kept on the row as stamp", None, schedule_set(stamp=S1)),
+    case("unchanged-stamped", "the same definition with a new stamp: answers 0; the stamp is written, nothing "
+         "else changes", stored(World(), stamp=S1), schedule_set(stamp=S2)),
+    case("unstamped-keeps-stamp", "no stamp (''): the row's stamp stays", stored(World(), stamp=S1),
+         schedule_set(payload="new")),
     case("unchanged-paused", "the same definition of a paused schedule: 0, it stays paused",
          stored(World(), paused=True), schedule_set()),
     case("replace", "a changed definition: the fields and next change, rev + 1, seq and the record stay; "
@@ -71,14 +79,14 @@ CASES = [
     case("replace-paused", "replacing a paused schedule keeps it paused: its score stays PAUSED",
          stored(World(), paused=True), schedule_set(spec="1000")),
     *refusals("schedule_set", World().meta(completed=1),
-              {"name": "beat", **DEF, "next_ms": NEXT, "seq_step": "1", "seq_offset": "0"},
+              {"name": "beat", **DEF, "next_ms": NEXT, "seq_step": "1", "seq_offset": "0", "stamp": ""},
               {"P": "P",
                "kind": [("", "empty", "empty"), ("EVERY", "upper", "in upper case"), ("hourly", "unknown", "unknown")],
                "spec": ("int", 1, MAX_MS),
                "tz": [("", "empty", "empty"), ("a b", "space", "with a space"), ("../x", "dots", "with dots")],
                "lane": "lane?", "priority": [("101", "above", "of 101"), ("-0", "minus-zero", "as -0")],
                "catch_up": ("int", 0, 1000), "next_ms": ("int", 1704067200000, 3903090455551),
-               "seq_step": ("int", 1, 1024), "seq_offset": ("int", 0, 0)}),
+               "seq_step": ("int", 1, 1024), "seq_offset": ("int", 0, 0), "stamp": BAD_STAMPS}),
     case("bad-seq_offset-class", "a seq_offset not below seq_step (16 of 16) is refused with EMQARG; nothing changes",
          World().meta(completed=1), schedule_set(seq_step="16", seq_offset="16")),
     case("all-held", "every number of the class held (shard 0 of 1024 has 2^21 // 1024 = 2048, all held "
