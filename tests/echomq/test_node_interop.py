@@ -157,3 +157,39 @@ def test_a_node_consumer_waits_out_a_full_queue_window_deaf_to_new_jobs(valkey_s
         code = node.stop()
     assert code == 0, node.output()
     assert calls - 20 <= 3, calls  # a claim or two at the reopening, and the complete: not one per wake token
+
+
+def test_a_node_consumer_stopped_while_a_claim_is_in_flight_exits_when_it_answers(valkey_server, r, tmp_path):
+    """stop() that comes while the claim is on its way, and the claim then
+    answers a queue wait: the consumer ends at once, not after sleeping
+    out a beat (it did: 8 s with an 8 s beat). The claim is held in flight
+    by CLIENT PAUSE WRITE (the server queues every script call meanwhile)."""
+    import signal
+    import time
+
+    q = Queue("interop", r)
+    q.set_rate_limit(1, 60_000)
+    q.enqueue(b"first")
+    q.enqueue(b"second")  # ready behind the full window: each claim answers the queue's wait
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--concurrency", "4", "--beat-ms", "3000")
+    try:
+        wait_for(lambda: int(r.hget(q.k_meta, "completed") or 0) == 1, timeout=20, what="the first job")
+        r.execute_command("CLIENT", "PAUSE", 20_000, "WRITE")
+        try:
+            def claim_held():
+                return any("flags=b" in line and "cmd=evalsha" in line
+                           for line in r.execute_command("CLIENT", "LIST").decode().splitlines())
+            wait_for(claim_held, timeout=10, what="the consumer's next claim, held by the pause")
+            node.popen.send_signal(signal.SIGTERM)
+            wait_for(lambda: "stopping" in node.output(), timeout=10, what="the stop, during the claim")
+        finally:
+            r.execute_command("CLIENT", "UNPAUSE")
+        unpaused = time.monotonic()
+        code = node.popen.wait(10)
+        took = time.monotonic() - unpaused
+    finally:
+        node.stop()
+    assert code == 0, node.output()
+    assert took < 1.5, f"exited {took:.1f} s after the claim answered (a beat is 3 s)"
+    assert "stopped: completed=1 " in node.output()
