@@ -15,6 +15,11 @@ MODE
              round trip per claim and one per complete.
   rawpipe    reference loop, no Consumer: one Batch (pipeline) per cycle
              that completes the previous batch and claims the next.
+  selfloop   reference loop, no Consumer: the default Consumer's busy shape
+             with none of its bookkeeping: ``--concurrency`` threads (default:
+             the consumer's MAX_THREADS), each claiming ``--claim`` jobs
+             (SELF_CLAIM) in one round trip with the acks waiting, then
+             running them (the handler's work only) and queueing their acks.
 
 ``--body incr`` gives every job one INCR through the queue's own client,
 shared by the handler threads (bench.body); ``--fill N --lanes K`` enqueues
@@ -26,6 +31,7 @@ Prints READY, PROGRESS and RESULT lines (see bench.tally).
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import logging
 import sys
@@ -136,16 +142,60 @@ def run_rawpipe(q: Queue, a, tally: Tally) -> dict:
     return {"one_round_trip": one_trip}
 
 
+def run_selfloop(q: Queue, a, tally: Tally) -> dict:
+    from echomq import consumer as _consumer
+
+    threads = a.concurrency if a.concurrency > 1 else _consumer.MAX_THREADS
+    size = a.claim or _consumer.SELF_CLAIM
+    acks: collections.deque = collections.deque()
+    me = ids.mint("CSR")
+
+    def loop():
+        while not tally.done.is_set():
+            pairs = []
+            while acks:
+                try:
+                    pairs.append(acks.popleft())
+                except IndexError:
+                    break
+            b = q.batch()
+            if pairs:
+                q.add_complete_batch(b, pairs)
+            q.add_claim(b, size, lease_ms=a.lease_ms, consumer=me)
+            replies = b.run()
+            for r in replies:
+                if isinstance(r, Exception):
+                    raise r
+            jobs = q.parse_claim(replies[-1])
+            if not jobs:
+                time.sleep(0.001)
+            for job in jobs:
+                tally.hit()
+                acks.append((job.id, job.attempts))
+
+    emit("READY")
+    workers = [threading.Thread(target=loop, daemon=True) for _ in range(threads)]
+    for t in workers:
+        t.start()
+    tally.done.wait()
+    for t in workers:  # each sends the acks it took, or finds none left
+        t.join(5)
+    while acks:  # the last acks, for the counts the harness checks
+        q.complete_many([acks.popleft() for _ in range(min(len(acks), 1000))])
+    return {"threads": threads, "claim": size, "counts": q.counts()}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
     ap.add_argument("--queue", default="bench")
     ap.add_argument("--n", type=int, required=True)
-    ap.add_argument("--mode", choices=("consumer", "latency", "mix", "raw1", "rawpipe"), default="consumer")
+    ap.add_argument("--mode", choices=("consumer", "latency", "mix", "raw1", "rawpipe", "selfloop"), default="consumer")
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--prefetch", type=lambda v: None if v == "auto" else int(v), default=None,
                     help="an int, or 'auto' (default): leave it to the Consumer")
     ap.add_argument("--lease-ms", type=int, default=30_000)
+    ap.add_argument("--claim", type=int, default=0, help="selfloop: jobs per claim (default: SELF_CLAIM)")
     ap.add_argument("--beat-ms", type=int, default=1_000)
     ap.add_argument("--consumer", default="echomq:Consumer")
     ap.add_argument("--defaults", action="store_true", help="Consumer(queue, handler): no other argument")
@@ -173,6 +223,8 @@ def main(argv=None) -> int:
     elif a.mode == "mix":
         extra = run_consumer(q, a, Tally(10**12, progress=False),
                              lambda job: time.sleep(int(job.payload) / 1000))
+    elif a.mode == "selfloop":
+        extra = run_selfloop(q, a, tally)
     elif a.mode == "raw1":
         extra = run_raw1(q, a, tally)
     else:

@@ -21,6 +21,12 @@ Rows, all in each round, rounds interleaved:
   ``lua/`` (``git archive``), side by side.
 * **EchoMQ** ``concurrency=8``: the same with 8 handler threads (the
   ceiling's thread count).
+* **EchoMQ minimal loop** (this tree only): the default Consumer's busy
+  shape with none of its bookkeeping (``bench.echo_worker --mode
+  selfloop``): MAX_THREADS threads, each claiming SELF_CLAIM jobs with the
+  acks waiting in one round trip, then running them. What the scripts
+  and redis-py allow this shape: the Consumer's own cost is the gap
+  between the two rows.
 * **peers** (``--peers``, default huey and dramatiq): their first adapter
   config (``bench/peers/``, N=8 threads), the same body, jobs without lanes
   (they have none), each in its own venv under ``bench/.venvs``.
@@ -244,9 +250,11 @@ def run_row(server, row: dict, n: int, lanes: int, logdir: Path, core: int | Non
                 "--threads", str(row["threads"]), "--body", row["body"]]
         code = None
     elif kind == "echo":
+        mode = row.get("mode", "consumer")
         argv = [PY, "-m", "bench.echo_worker", "--url", server.url, "--queue", "bench", "--n", str(n),
-                "--mode", "consumer", "--fill", str(n), "--lanes", str(lanes), "--body", row["body"]]
-        argv += ["--defaults"] if row["concurrency"] is None else ["--concurrency", str(row["concurrency"])]
+                "--mode", mode, "--fill", str(n), "--lanes", str(lanes), "--body", row["body"]]
+        if mode == "consumer":
+            argv += ["--defaults"] if row["concurrency"] is None else ["--concurrency", str(row["concurrency"])]
         code = row["code"]
     else:
         from bench.peers import install as peer_install
@@ -354,6 +362,9 @@ def main(argv=None) -> int:
                      "code": path, "concurrency": None, "body": "incr", "default": who == "this tree"})
         rows.append({"name": f"EchoMQ ({who})", "config": f"Consumer(queue, handler, concurrency={N})",
                      "kind": "echo", "code": path, "concurrency": N, "body": "incr"})
+        if who == "this tree":
+            rows.append({"name": f"EchoMQ ({who})", "config": "minimal loop: the Consumer's shape, no bookkeeping",
+                         "kind": "echo", "code": path, "concurrency": None, "body": "incr", "mode": "selfloop"})
     peers = [] if a.peers in ("", "none") else [p.strip() for p in a.peers.split(",") if p.strip()]
     from bench.peers import install as peer_install
     from bench.runs import peer_configs
