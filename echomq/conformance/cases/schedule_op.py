@@ -29,6 +29,10 @@ CASES = [
     case("supersede-bytes", "stamps compare byte by byte (ASCII: digits, then upper, then lower case), not by "
          "the server's locale: 'SCH...Z' is older than 'SCH...a', so it is removed; answers 1",
          stored(World(), stamp="SCH0KHTOWnGLuZ:0001"), op("supersede", "SCH0KHTOWnGLua:0001")),
+    case("supersede-prefix", "a stamp that is a prefix of the given one is older: removed; answers 1",
+         stored(World(), stamp="SCH0KHTOWnGLuC"), op("supersede", "SCH0KHTOWnGLuC:0001")),
+    case("supersede-longer", "a stamp the given one is a prefix of is newer: kept, answers -1, nothing changes",
+         stored(World(), stamp="SCH0KHTOWnGLuC:0001"), op("supersede", "SCH0KHTOWnGLuC")),
     case("supersede-gone", "supersede with no such schedule: answers 0, nothing changes",
          World().meta(completed=1), op("supersede", S1)),
     case("withdraw-own", "withdraw with the row's own stamp: removed; answers 1",
