@@ -4,6 +4,8 @@ Python reaper and its job completed once, by Python, with the next token."""
 from __future__ import annotations
 
 import re
+import signal
+import time
 
 import pytest
 
@@ -139,14 +141,8 @@ def test_a_node_consumer_waits_out_a_full_queue_window_deaf_to_new_jobs(valkey_s
     """While the queue's window is full with jobs ready behind it, each new
     job's wake token would only make the consumer claim nothing: it sleeps
     until the window reopens, as the Python consumer does."""
-    q = Queue("interop", r)
-    q.set_rate_limit(1, 2000)
-    q.enqueue(b"first")
-    q.enqueue(b"second")  # ready behind the full window: the claim answers the queue's wait
-    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
-                    "--concurrency", "4", "--beat-ms", "30000")
+    q, node = _behind_a_full_window(valkey_server, r, tmp_path, per_ms=2000, beat_ms=30_000)
     try:
-        wait_for(lambda: q.counts()["completed"] == 1, timeout=20, what="the first job")
         r.config_resetstat()
         for i in range(20):  # one EVALSHA each, and a wake token each
             q.enqueue(f"later {i}".encode())
@@ -164,17 +160,8 @@ def test_a_node_consumer_stopped_while_a_claim_is_in_flight_exits_when_it_answer
     answers a queue wait: the consumer ends at once, not after sleeping
     out a beat (it did: 8 s with an 8 s beat). The claim is held in flight
     by CLIENT PAUSE WRITE (the server queues every script call meanwhile)."""
-    import signal
-    import time
-
-    q = Queue("interop", r)
-    q.set_rate_limit(1, 60_000)
-    q.enqueue(b"first")
-    q.enqueue(b"second")  # ready behind the full window: each claim answers the queue's wait
-    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
-                    "--concurrency", "4", "--beat-ms", "3000")
+    q, node = _behind_a_full_window(valkey_server, r, tmp_path, per_ms=60_000, beat_ms=3000)
     try:
-        wait_for(lambda: int(r.hget(q.k_meta, "completed") or 0) == 1, timeout=20, what="the first job")
         r.execute_command("CLIENT", "PAUSE", 20_000, "WRITE")
         try:
             def claim_held():
@@ -193,3 +180,21 @@ def test_a_node_consumer_stopped_while_a_claim_is_in_flight_exits_when_it_answer
     assert code == 0, node.output()
     assert took < 1.5, f"exited {took:.1f} s after the claim answered (a beat is 3 s)"
     assert "stopped: completed=1 " in node.output()
+
+
+def _behind_a_full_window(valkey_server, r, tmp_path, *, per_ms: int, beat_ms: int):
+    """A Node consumer on a queue limited to one job per ``per_ms``, with a
+    second job ready behind the first (so each claim answers the queue's
+    wait), once it has completed the first."""
+    q = Queue("interop", r)
+    q.set_rate_limit(1, per_ms)
+    q.enqueue(b"first")
+    q.enqueue(b"second")
+    node = NodeProc(tmp_path / "node.log", "consume", "--url", valkey_server.url, "--queue", "interop",
+                    "--concurrency", "4", "--beat-ms", str(beat_ms))
+    try:  # (the meta's counter: counts() is a script, and CLIENT PAUSE would hold it)
+        wait_for(lambda: int(r.hget(q.k_meta, "completed") or 0) == 1, timeout=20, what="the first job")
+    except BaseException:
+        node.stop()
+        raise
+    return q, node
