@@ -393,6 +393,8 @@ def test_a_list_of_pairs_checked_at_once_is_refused_exactly_when_one_by_one_is()
     bad_items += [(good[0][0], bad) for bad in (0, -1, MAX_TOKEN + 1, True, 1.0, "1", None)]
     bad_items += [(good[0][0],), (good[0][0], 1, 2), [good[0][0], 1], good[0][0]]
     assert check_pairs(list(good), "t") == check_pairs(tuple(good), "t") == good
+    at_once = list(good)  # tokens 1 and MAX_TOKEN, the largest id: the list itself comes back, checked at once
+    assert check_pairs(at_once, "t") is at_once
     for bad in bad_items:
         for at in range(len(good) + 1):
             pairs = good[:at] + [bad] + good[at:]
