@@ -153,6 +153,19 @@ def make_due(q, client, name: str, behind: int):
     return cursor, now
 
 
+def test_a_pass_fires_at_most_limit_schedules_the_soonest_first_and_the_next_pass_the_rest(q, any_server):
+    now = server_ms(any_server)
+    for i in range(5):  # minutely, so none falls due again while the test runs
+        q.schedule(f"s{i}", every_ms=60_000)
+        cursor = (now // 60_000 - 5 + i) * 60_000  # s0 the longest overdue
+        any_server.hset(f"{q.prefix}sched:s{i}", "next", cursor)
+        any_server.zadd(f"{q.prefix}schedules", {f"s{i}": cursor})
+    assert q.fire_schedules(limit=3) == 3
+    assert sorted(s["name"] for s in q.schedules() if s["last_ms"] is not None) == ["s0", "s1", "s2"]
+    assert q.fire_schedules(limit=3) == 2 and q.counts()["pending"] == 5
+    assert q.fire_schedules(limit=3) == 0
+
+
 @pytest.mark.parametrize("catch_up", [0, 2])
 def test_a_fire_enqueues_the_planned_ticks_with_their_ids_and_moves_the_cursor(q, any_server, catch_up):
     lane = ids.mint("PLR")
