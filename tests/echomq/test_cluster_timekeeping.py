@@ -133,3 +133,18 @@ def test_a_rate_limited_sharded_drain_on_the_cluster_waits_for_the_windows(rc):
     with pytest.raises(ArgumentError):
         q.set_rate_limit(1, 10**10)  # 6 x 10^10 ms per shard: past a year
     assert [s.rate_limit()["jobs"] for s in q.shards] == [2] * 6
+
+
+def test_a_sharded_schedule_moved_to_another_lanes_shard_keeps_one_copy_on_the_cluster(rc):
+    """A new lane moves a schedule to that lane's shard: the declaration's
+    supersede calls go to every other shard, on every node, in one batch."""
+    q = ShardedQueue("mv21", rc, shards=6)
+    lanes = {}
+    while len(lanes) < 3:
+        lane = ids.mint("PLR")
+        lanes.setdefault(q.shard_index(lane=lane), lane)
+    assert len({node_of(rc, q.shards[i].k_meta) for i in lanes}) >= 2
+    for i, lane in lanes.items():
+        assert q.schedule("beat", every_ms=1000, lane=lane) == "created"
+        assert [(j, row["lane"]) for j, s in enumerate(q.shards) for row in s.schedules()] == [(i, lane)]
+    assert q.unschedule("beat") and q.schedules() == []
