@@ -2,6 +2,7 @@
 the scripts' exact state, each tick enqueued once (a compare-and-set on the
 cursor, a JOB id per tick), and two reaper processes racing over a restart.
 Scripts run on Valkey and Redis 7.0 (``any_server``)."""
+import itertools
 import os
 import signal
 import subprocess
@@ -463,15 +464,9 @@ def test_two_reaper_processes_racing_over_a_restart_enqueue_each_tick_once(valke
     assert len(grid_ids) >= 30
 
 
-def _interleavings(a: int, b: int):
+def _interleavings(a: int, b: int) -> list[str]:
     """Every order of a steps of A and b steps of B, as strings of 'A' and 'B'."""
-    if not a or not b:
-        yield "A" * a + "B" * b
-        return
-    for rest in _interleavings(a - 1, b):
-        yield "A" + rest
-    for rest in _interleavings(a, b - 1):
-        yield "B" + rest
+    return ["".join("A" if i in at else "B" for i in range(a + b)) for at in itertools.combinations(range(a + b), a)]
 
 
 def test_two_declarations_with_different_lanes_at_once_leave_the_newer_copy_in_every_order(r):
