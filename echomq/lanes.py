@@ -56,7 +56,29 @@ class Lanes:
         return self.queue.client.zcard(keyspace.lane_key(self.queue.name, lane))
 
     @_mapped
+    def active_counts(self) -> dict[str, int]:
+        """Leased jobs per lane, read from the queue's active set and the
+        rows' lanes: O(leased jobs). Only a lane with a limit keeps a count
+        of its own (lua/include/lanes.lua); this serves the others."""
+        c = self.queue.client
+        leased = c.zrange(self.queue.k_active, 0, -1)
+        pipe = c.pipeline(transaction=False)
+        for jid in leased:
+            pipe.hget(self.queue.prefix + "job:" + jid.decode(), "lane")
+        counts: dict[str, int] = {}
+        for lane in pipe.execute() if leased else ():
+            if lane:
+                counts[lane.decode()] = counts.get(lane.decode(), 0) + 1
+        return counts
+
+    @_mapped
     def info(self, lane: str) -> dict:
+        """The lane's depth, leased jobs, pause, limit and rate window. Its
+        active count is the lane's own under a limit, else counted from the
+        active set (``active_counts``)."""
+        return self._info(lane, None)
+
+    def _info(self, lane: str, active_counts: dict[str, int] | None) -> dict:
         c = self.queue.client
         meta = c.hgetall(keyspace.lane_key(self.queue.name, lane, "meta"))
         meta = {k.decode(): v.decode() for k, v in meta.items()}
@@ -64,7 +86,11 @@ class Lanes:
         if "rate_jobs" in meta:
             rate = rate_view([meta.get(f) for f in ("rate_jobs", "rate_ms", "rate_start", "rate_count")],
                              self.queue.server_time_ms())
-        return {"lane": lane, "depth": self.depth(lane), "active": int(meta.get("active", 0)),
+        if "limit" in meta:
+            active = int(meta.get("active", 0))
+        else:
+            active = (self.active_counts() if active_counts is None else active_counts).get(lane, 0)
+        return {"lane": lane, "depth": self.depth(lane), "active": active,
                 "paused": meta.get("paused") == "1",
                 "limit": int(meta["limit"]) if "limit" in meta else None,
                 "rate": rate, "cooling": meta.get("cooling") == "1"}
@@ -87,4 +113,5 @@ class Lanes:
         for lane in names:
             pipe.zcard(keyspace.lane_key(self.queue.name, lane))
         depths = sorted(zip(pipe.execute(), names), reverse=True)[:n]
-        return [self.info(lane) for _, lane in depths]
+        active = self.active_counts() if depths else {}
+        return [self._info(lane, active) for _, lane in depths]

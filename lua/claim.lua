@@ -6,7 +6,9 @@ head of that lane, so lanes are served in turn and a deep lane cannot starve
 a shallow one (the picks are worked out per lane first and done with one
 ZPOPMIN per lane and one rewrite of the ring's head and tail, see below).
 Each claimed row gets attempts + 1 (the fencing token), state active, and a
-lease in the active set at server TIME + lease_ms.
+lease in the active set at server TIME + lease_ms. A lane with a limit counts
+the jobs taken; a lane with no setting that gives its last ready job is
+forgotten (lanes.lua).
 
 KEYS[1] flat pending     emq:{q}:pending
 KEYS[2] active           emq:{q}:active
@@ -122,16 +124,17 @@ if ring_len > 0 then
     if lane then
       -- s: {ready left, jobs taken, active, limit or false, paused or cooling, then the lane's rate
       -- window (as rate_lane_claimed): jobs, start, used, per_ms, and whether this claim fills it;
-      -- then the ZPOPMIN reply and the next of its ids to lease; its ready set's key and its meta's}
+      -- then the ZPOPMIN reply and the next of its ids to lease; its ready set's key and its meta's;
+      -- whether it has no setting (forgotten once drained), whether its meta holds a field anyway}
       local s = state[lane]
       if not s then
         local pk = lane_pending_key(P, lane)
         local left = redis.call('ZCARD', pk)
         if left > 0 then
           local mk = lane_meta_key(P, lane)
-          local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'cooling')
+          local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'cooling', 'rate_jobs')
           s = {left, 0, tonumber(m[3] or '0'), m[2] and tonumber(m[2]) or false, m[1] == '1' or m[4] == '1',
-            false, 0, 0, 0, false, false, 1, pk, mk}
+            false, 0, 0, 0, false, false, 1, pk, mk, not (m[1] or m[2] or m[5]), (m[3] or m[4]) and true}
           if rate.lanes then
             local jobs, start, used, per = rate_window(mk, now)
             if jobs then s[6], s[7], s[8], s[9] = jobs, start, used, per end
@@ -169,7 +172,11 @@ if ring_len > 0 then
     if s[2] > 0 then
       local mk = s[14]
       s[11], s[12] = redis.call('ZPOPMIN', s[13], s[2]), 1
-      redis.call('HINCRBY', mk, 'active', s[2])
+      if s[4] then redis.call('HINCRBY', mk, 'active', s[2]) end  -- only a limited lane counts (lanes.lua)
+      if s[1] == 0 and s[15] then  -- drained, no setting: forget it (its leased jobs need no lane key)
+        redis.call('SREM', P .. 'lanes', lane)
+        if s[16] then redis.call('DEL', mk) end
+      end
       if s[6] then
         redis.call('HSET', mk, 'rate_start', s[7], 'rate_count', s[8])
         if s[10] then

@@ -4,7 +4,9 @@ KEYS[1] lane meta        emq:{q}:g:<lane>:meta
 ARGV[1] P                emq:{q}:
 ARGV[2] lane
 ARGV[3] op               'pause' | 'resume' | 'limit'
-ARGV[4] value            for 'limit': max active jobs, or 0 for no limit (0 otherwise)
+ARGV[4] value            for 'limit': max active jobs, or 0 for no limit (0 otherwise);
+                         a lane that had no limit starts counting its active jobs
+                         (one pass over the queue's active set, see lanes.lua)
 
 Reply: 1 when the lane can be served now, 0 otherwise. A wake token is
 pushed when the lane comes back on the ring, and when a paused lane is
@@ -33,10 +35,8 @@ if op == 'pause' then
   redis.call('HSET', KEYS[1], 'paused', '1')
 elseif op == 'resume' then
   redis.call('HDEL', KEYS[1], 'paused')
-elseif v == 0 then
-  redis.call('HDEL', KEYS[1], 'limit')
 else
-  redis.call('HSET', KEYS[1], 'limit', v)
+  lane_set_limit(P, lane, v)
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('SADD', P .. 'lanes', lane) end
 local now = lane_settle(P, lane, was)

@@ -32,8 +32,8 @@ local lane = row[2]
 if lane and lane ~= '' then
   local was = lane_servable(P, lane)
   redis.call('ZREM', lane_pending_key(P, lane), id)
-  if row[1] == 'active' then
-    redis.call('HINCRBY', lane_meta_key(P, lane), 'active', -1)
+  if row[1] == 'active' and redis.call('HEXISTS', lane_meta_key(P, lane), 'limit') == 1 then
+    redis.call('HINCRBY', lane_meta_key(P, lane), 'active', -1)  -- only a limited lane counts (lanes.lua)
   end
   lane_settle(P, lane, was)
 end

@@ -183,7 +183,7 @@ class World:
         ring = []
         for lane in self._lanes:
             meta = dict(self._settings.get(lane, {}))
-            if self._active.get(lane):
+            if self._active.get(lane) and "limit" in meta:  # only a limited lane counts (lua/include/lanes.lua)
                 meta["active"] = str(self._active[lane])
             if meta:
                 keys[lane_key(lane, "meta")] = {"hash": meta}

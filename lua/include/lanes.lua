@@ -2,16 +2,23 @@
 --
 -- A lane L of the queue with prefix P owns two keys:
 --   P..'g:'..L..':pending'  zset of ready job ids, score -priority (priority.lua), then mint order
---   P..'g:'..L..':meta'     hash: paused ('1'), limit (max active), active;
---                           rate_* and cooling ('1') for a rate limit (rate.lua)
+--   P..'g:'..L..':meta'     hash: paused ('1'), limit (max active) and, only while
+--                           limit is set, active; rate_* and cooling ('1') for a
+--                           rate limit (rate.lua)
 -- and two queue keys track lanes as a whole:
 --   P..'ring'               list of lanes that can be served now, each once
---   P..'lanes'              set of lanes that have jobs or settings
+--   P..'lanes'              set of lanes that have ready jobs or settings
 --
 -- Invariant: L is on the ring exactly when lane_servable(P, L). A script reads
 -- lane_servable before it changes a lane and calls lane_settle after, which
 -- puts the lane on the ring or takes it off as the answer changed.
-
+--
+-- Active jobs are counted only where a limit needs the count: while L has a
+-- limit, its active field is the number of L's leased jobs (lane.lua counts
+-- them when the limit is set; claim adds, lane_release_active takes away).
+-- A lane without a limit keeps no count, so a job of it costs no lane write
+-- when claimed and none when it ends, and the lane is forgotten as soon as
+-- it holds no ready job and no setting, even while jobs of it are leased.
 local function lane_pending_key(P, lane) return P .. 'g:' .. lane .. ':pending' end
 local function lane_meta_key(P, lane) return P .. 'g:' .. lane .. ':meta' end
 
@@ -31,10 +38,10 @@ local function lane_settle(P, lane, was_servable)
     redis.call('LREM', P .. 'ring', 1, lane)
   end
   if not now_servable and redis.call('ZCARD', lane_pending_key(P, lane)) == 0 then
-    -- Forget a lane that holds nothing: no ready jobs, none active, no settings.
+    -- Forget a lane that holds nothing: no ready jobs, no settings.
     local mk = lane_meta_key(P, lane)
-    local m = redis.call('HMGET', mk, 'paused', 'limit', 'active', 'rate_jobs')
-    if not m[1] and not m[2] and tonumber(m[3] or '0') <= 0 and not m[4] then
+    local m = redis.call('HMGET', mk, 'paused', 'limit', 'rate_jobs')
+    if not m[1] and not m[2] and not m[3] then
       redis.call('DEL', mk)
       redis.call('SREM', P .. 'lanes', lane)
     end
@@ -42,34 +49,44 @@ local function lane_settle(P, lane, was_servable)
   return now_servable
 end
 
--- One job of the lane left the active state (completed, retried, reaped, ...):
--- lane_servable, the decrement and lane_settle, in fewer calls. A release
--- changes only the active count, so servable before and after are worked out
--- from one read of the meta (none when the counter is its only field: no
--- setting); the ready count is read only when an answer can turn on it (the
--- lane may come back on the ring, or be forgotten).
+-- One job of the lane left the active state (completed, retried, reaped, ...).
+-- Only a lane with a limit counts its active jobs (see above); for it the
+-- decrement can only bring the lane back under its limit, so the one change
+-- to the ring is that it may rejoin (when it is open and holds a ready job).
+-- One read of the meta answers everything for a lane without a limit.
 local function lane_release_active(P, lane)
   local mk = lane_meta_key(P, lane)
+  local m = redis.call('HMGET', mk, 'limit', 'paused', 'cooling')
+  if not m[1] then return end
+  local limit = tonumber(m[1])
   local active = redis.call('HINCRBY', mk, 'active', -1)
-  local paused, limit, cooling, rated = false, false, false, false
-  if redis.call('HLEN', mk) > 1 then
-    local m = redis.call('HMGET', mk, 'paused', 'limit', 'cooling', 'rate_jobs')
-    paused, limit, cooling, rated = m[1], m[2] and tonumber(m[2]), m[3], m[4]
+  if m[2] ~= '1' and m[3] ~= '1' and active + 1 >= limit and active < limit
+      and redis.call('ZCARD', lane_pending_key(P, lane)) > 0 then
+    redis.call('RPUSH', P .. 'ring', lane)
   end
-  local open = paused ~= '1' and cooling ~= '1'
-  local was_ok = open and not (limit and active + 1 >= limit)
-  local now_ok = open and not (limit and active >= limit)
-  local forgettable = not paused and not limit and active <= 0 and not rated
-  if was_ok == now_ok and not forgettable then return end
-  if redis.call('ZCARD', lane_pending_key(P, lane)) > 0 then
-    if now_ok and not was_ok then
-      redis.call('RPUSH', P .. 'ring', lane)
-    elseif was_ok and not now_ok then
-      redis.call('LREM', P .. 'ring', 1, lane)
+end
+
+-- Set, change or clear the lane's limit (0: none). A lane that had none
+-- starts counting: its active jobs are found in the queue's active set (one
+-- pass over it, O(leased jobs)); clearing the limit drops the count.
+local function lane_set_limit(P, lane, limit)
+  local mk = lane_meta_key(P, lane)
+  if limit == 0 then
+    redis.call('HDEL', mk, 'limit', 'active')
+    return
+  end
+  if redis.call('HEXISTS', mk, 'limit') == 0 then
+    local active, from = 0, 0
+    while true do
+      local ids = redis.call('ZRANGE', P .. 'active', from, from + 999)
+      for _, id in ipairs(ids) do
+        if redis.call('HGET', P .. 'job:' .. id, 'lane') == lane then active = active + 1 end
+      end
+      if #ids < 1000 then break end
+      from = from + 1000
     end
-  elseif forgettable then
-    -- Forget a lane that holds nothing: no ready jobs, none active, no settings (as lane_settle).
-    redis.call('DEL', mk)
-    redis.call('SREM', P .. 'lanes', lane)
+    redis.call('HSET', mk, 'limit', limit, 'active', active)
+  else
+    redis.call('HSET', mk, 'limit', limit)
   end
 end

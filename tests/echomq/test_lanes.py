@@ -78,12 +78,71 @@ def test_the_ring_holds_each_servable_lane_once(q):
 
 
 def test_an_emptied_lane_is_forgotten(q, any_server):
+    """A lane with no setting is forgotten by the claim that takes its last
+    ready job; its leased job then ends without touching any lane key."""
     lane = ids.mint("PLR")
+    meta = f"{q.prefix}g:{lane}:meta"
     q.enqueue(b"x", lane=lane)
     job = q.claim(lease_ms=60_000)
-    assert q.lanes.names() == [lane]
+    assert q.lanes.names() == [] and not any_server.exists(meta)
+    assert q.lanes.info(lane)["active"] == 1  # counted from the active set
     q.complete(job.id, job.attempts)
-    assert q.lanes.names() == [] and not any_server.exists(f"{q.prefix}g:{lane}:meta")
+    assert q.lanes.names() == [] and not any_server.exists(meta)
+    assert q.lanes.info(lane)["active"] == 0
+
+
+def test_a_limited_lane_is_kept_and_counted_while_its_jobs_are_leased(q, any_server):
+    lane = ids.mint("PLR")
+    meta = f"{q.prefix}g:{lane}:meta"
+    q.lanes.limit(lane, 3)
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 2)
+    jobs = q.claim_batch(5, lease_ms=60_000)
+    assert q.lanes.names() == [lane]
+    assert any_server.hgetall(meta) == {b"limit": b"3", b"active": b"2"}
+    q.complete(jobs[0].id, jobs[0].attempts)
+    assert any_server.hgetall(meta) == {b"limit": b"3", b"active": b"1"}
+    q.lanes.limit(lane, None)  # the count goes with the limit
+    assert not any_server.exists(meta) and q.lanes.names() == []
+    q.complete(jobs[1].id, jobs[1].attempts)  # and the ack of a job counted before writes nothing
+    assert not any_server.exists(meta) and q.lanes.names() == []
+
+
+@pytest.mark.parametrize("end", ["complete", "retry", "release", "cancel", "remove", "reap"])
+def test_a_limit_set_while_jobs_are_leased_counts_them(q, any_server, end):
+    """A lane without a limit keeps no count; setting one counts the lane's
+    leased jobs (and no other lane's), so the limit holds at once and every
+    way a leased job ends gives its place back exactly once."""
+    lane, other = ids.mint("PLR"), ids.mint("PLR")
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 4 + [{"payload": b"y", "lane": other}] * 2)
+    held = q.claim_batch(4, lease_ms=60_000)  # two of each lane, in turn
+    assert sorted(j.lane for j in held) == sorted([lane, lane, other, other])
+    mine = [j for j in held if j.lane == lane]
+    q.lanes.limit(lane, 2)
+    assert any_server.hget(f"{q.prefix}g:{lane}:meta", "active") == b"2"
+    assert q.lanes.info(lane)["active"] == 2 and q.lanes.ring() == []  # at its limit; other drained
+    assert q.claim_batch(5, lease_ms=60_000) == []
+    j = mine[0]
+    if end == "complete":
+        q.complete(j.id, j.attempts)
+    elif end == "retry":
+        q.retry(j.id, j.attempts, delay_ms=60_000, error="again")
+    elif end == "release":
+        q.release(j.id, j.attempts)
+    elif end == "cancel":
+        q.cancel(j.id)
+    elif end == "remove":
+        q.remove(j.id)
+    else:
+        any_server.zadd(q.k_active, {j.id: 0})  # its lease ran out
+        q.reap()
+    if end == "cancel":  # a leased job's cancel lands when the reaper or its worker next looks
+        any_server.zadd(q.k_active, {j.id: 0})
+        q.reap()
+    assert any_server.hget(f"{q.prefix}g:{lane}:meta", "active") == b"1"
+    assert q.lanes.ring() == [lane]
+    again = q.claim_batch(5, lease_ms=60_000)
+    assert [x.lane for x in again] == [lane]  # one place back, and only one
+    assert any_server.hget(f"{q.prefix}g:{lane}:meta", "active") == b"2"
 
 
 def test_flat_jobs_are_served_before_lanes(q):

@@ -320,7 +320,7 @@ def test_the_claim_answers_a_lane_wait_only_while_a_cooling_lane_holds_a_ready_j
     state = snapshot(any_server, q)
     start = int(any_server.hget(meta, "rate_start"))
     assert state[meta] == ("hash", {b"rate_jobs": b"1", b"rate_ms": b"60000", b"rate_start": str(start).encode(),
-                                    b"rate_count": b"1", b"active": b"1", b"cooling": b"1"})
+                                    b"rate_count": b"1", b"cooling": b"1"})
     assert state[q.prefix + "cooling"] == ("zset", [(lane.encode(), start + 60_000.0)])
     assert raw_claim(q, 5) == []
     assert snapshot(any_server, q) == state

@@ -1,5 +1,5 @@
 """claim: lease up to n ready jobs, flat first, then lanes in ring order, on the server clock."""
-from ..dsl import A, B, C, CSR, L1, L2, LIVE, MAX_BATCH, MAX_MS, World, call, case, key, now, refusals
+from ..dsl import A, B, C, CSR, L1, L2, LIVE, MAX_BATCH, MAX_MS, World, call, case, key, lane_key, now, refusals
 
 
 def claim(lease_ms=60000, n=1, consumer=CSR, **kw):
@@ -22,8 +22,8 @@ CASES = [
          World().pending(A).wake(2), claim(n=5)),
     case("full-keeps-wake", "a claim that takes all n leaves the wake tokens (more may be ready)",
          World().pending(A).pending(B).wake(2), claim(n=1)),
-    case("flat-before-lanes", "flat jobs are served before lanes; a lane's job carries its lane; the lane counts "
-         "it active and leaves the ring when drained",
+    case("flat-before-lanes", "flat jobs are served before lanes; a lane's job carries its lane; the lane, "
+         "drained and with no setting, leaves the ring and the lanes set (it keeps no active count)",
          World().pending(A).pending(B, lane=L1).wake(2), claim(n=2)),
     case("lanes-take-turns", "each pick rotates the ring one step: lanes are served in turn, not lane by lane",
          World().pending(A, lane=L1).pending(C, lane=L1).pending(B, lane=L2).wake(3), claim(n=3)),
@@ -31,6 +31,12 @@ CASES = [
          World().pending(A, lane=L1).pending(C, lane=L1).pending(B, lane=L2).wake(3), claim(n=1)),
     case("lane-limit", "a lane at its limit leaves the ring: one job of a lane limited to 1, however many asked",
          World().lane(L1, limit=1).pending(A, lane=L1).pending(B, lane=L1).wake(2), claim(n=2)),
+    case("lane-limit-counts", "a lane with a limit counts the jobs taken in its active field, and stays known "
+         "when drained (the limit is a setting)",
+         World().lane(L1, limit=5).active(C, lane=L1).pending(A, lane=L1).pending(B, lane=L1).wake(2), claim(n=5)),
+    case("lane-stale-count", "a drained lane with no setting whose meta holds a count (as earlier versions kept "
+         "for every lane) is forgotten, meta and all",
+         World().pending(A, lane=L1).raw(lane_key(L1, "meta"), {"hash": {"active": "3"}}).wake(), claim()),
     case("paused-lane", "a paused lane is not on the ring and is not served",
          World().lane(L1, paused=True).pending(A, lane=L1).wake(), claim()),
     case("paused-queue", "a paused queue answers an empty array and nothing changes, wake tokens included",

@@ -12,10 +12,15 @@ CASES = [
          World().active(A), complete()),
     case("counts-add", "the completed total adds to what meta holds", World().active(A).meta(completed=5),
          complete()),
-    case("lane-forgotten", "a laned job: the lane's active count drops; a lane left with nothing is forgotten",
+    case("lane-forgotten", "a job of a lane with no limit (the lane keeps no count and was forgotten when "
+         "drained): no lane key is touched",
          World().active(A, lane=L1), complete()),
-    case("lane-keeps-ready", "a lane that still has ready jobs stays, on the ring, with active 0",
+    case("lane-keeps-ready", "a lane with no limit that still has ready jobs: its ready set, ring entry and "
+         "lanes entry stay as they are",
          World().active(A, lane=L1).pending(B, lane=L1), complete()),
+    case("lane-limit-counts", "a lane with a limit: its active count drops by one; below the limit and with "
+         "nothing ready, it stays off the ring and known (the limit is a setting)",
+         World().lane(L1, limit=2).active(A, lane=L1).active(B, lane=L1), complete()),
     case("lane-limit-rerings", "a lane at its limit goes back on the ring when its active job completes",
          World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), complete()),
     case("keep-none", "keep_completed 0: no record is kept", World().active(A).meta(keep_completed=0), complete()),

@@ -13,14 +13,17 @@ CASES = [
          World().active(A).active(C, token=2).active(D, cancel="1"), batch((A, 1), (B, 1), (C, 1), (D, 1))),
     case("duplicate-pair", "a job named twice is completed and counted once: the second answer is 0 (gone)",
          World().active(A, lane=L1), batch((A, 1), (A, 1))),
-    case("one-lane", "two jobs of one lane: its active count drops by two and the lane is forgotten",
+    case("one-lane", "two jobs of a lane with a limit: its active count drops by two",
+         World().lane(L1, limit=3).active(A, lane=L1).active(B, lane=L1), batch((A, 1), (B, 1))),
+    case("lane-no-limit", "two jobs of a lane with no limit: no lane key is touched",
          World().active(A, lane=L1).active(B, lane=L1), batch((A, 1), (B, 1))),
     case("lanes-rering-in-order", "lanes at their limit go back on the ring in the order their jobs' completes "
          "free them (L1 is named first but freed by its second job, after L2)",
          World().lane(L1, limit=1).active(A, lane=L1).active(B, lane=L1).pending(C, lane=L1)
          .lane(L2, limit=1).active(D, lane=L2).pending(E, lane=L2), batch((A, 1), (D, 1), (B, 1))),
-    case("lane-settings-kept", "two jobs of a paused lane: its active count drops by two; the lane and its "
-         "settings stay, off the ring", World().lane(L1, paused=True).active(A, lane=L1).active(B, lane=L1)
+    case("lane-settings-kept", "two jobs of a paused lane with a limit: its active count drops by two; the lane "
+         "and its settings stay, off the ring", World().lane(L1, paused=True, limit=4).active(A, lane=L1)
+         .active(B, lane=L1)
          .pending(C, lane=L1), batch((A, 1), (B, 1))),
     case("all-stale", "only stale tokens: nothing changes, nothing is counted",
          World().active(A, token=2), batch((A, 1))),

@@ -1,5 +1,5 @@
 """lane: pause, resume or limit one lane, keeping the ring in step."""
-from ..dsl import A, B, L1, LIVE, MAX_COUNT, World, call, case, key, lane_key, refusals
+from ..dsl import A, B, C, L1, L2, LIVE, MAX_COUNT, World, call, case, key, lane_key, refusals
 
 
 def lane(op="pause", value=0, lane=L1, **kw):
@@ -21,11 +21,16 @@ CASES = [
          "rung; one wake token; answers 1", World().lane(L1, paused=True).pending(A, lane=L1), lane("resume")),
     case("resume-servable", "resuming a lane that is not paused: answers 1, no second ring entry, no wake token",
          World().pending(A, lane=L1).wake(), lane("resume")),
-    case("limit-reached", "a limit at the lane's active count takes it off the ring: answers 0",
-         World().active(A, lane=L1).pending(B, lane=L1).wake(), lane("limit", 1)),
-    case("limit-above", "a limit above the active count keeps it servable: answers 1",
+    case("limit-reached", "a limit on a lane that had none counts the lane's leased jobs (found in the active "
+         "set, another lane's not counted) into its active field; at the limit it leaves the ring: answers 0",
+         World().active(A, lane=L1).active(C, lane=L2).pending(B, lane=L1).wake(), lane("limit", 1)),
+    case("limit-above", "a limit above the lane's leased jobs keeps it servable: answers 1",
          World().active(A, lane=L1).pending(B, lane=L1).wake(), lane("limit", 2)),
-    case("limit-zero", "limit 0 removes the limit: a lane held back by it is rung, with a wake token",
+    case("limit-changed", "changing a limit keeps the count: a lane held back by limit 1 is rung under limit 2, "
+         "with a wake token; answers 1",
+         World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), lane("limit", 2)),
+    case("limit-zero", "limit 0 removes the limit and its count: a lane held back by it is rung, with a wake "
+         "token",
          World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), lane("limit", 0)),
     case("pause-empty", "a lane with no jobs may be paused: its meta and the lanes set keep it; answers 0",
          World(), lane("pause")),

@@ -13,7 +13,7 @@ CASES = [
     case("deadline-now", "a deadline equal to now has expired", World().active(A, deadline=now(0)), reap()),
     case("live", "a lease whose deadline is ahead stays: answers {0, 0}, nothing changes",
          World().active(A, deadline=now(60000)), reap()),
-    case("lane", "an expired laned job goes back to its lane, which is rung; its active count drops",
+    case("lane", "an expired laned job goes back to its lane, which is rung and known again",
          World().active(A, lane=L1, deadline=PAST), reap()),
     case("past-max-stalls", "a job that stalled more than max_stalls is dead-lettered: row dead with died = now "
          "and last_error; dead counted in meta and this minute",

@@ -11,7 +11,7 @@ CASES = [
          "one wake token; answers 1", World().active(A), release()),
     case("base-raised", "base rises by one from what the row holds", World().active(A, token=3, base=1),
          release(token=3)),
-    case("lane", "a laned job goes back to its lane, which is rung; the lane's active count drops",
+    case("lane", "a laned job goes back to its lane, which is rung and known again",
          World().active(A, lane=L1), release()),
     case("lane-limit", "a lane at its limit is rung again when its job is handed back",
          World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), release()),

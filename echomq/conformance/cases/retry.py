@@ -25,9 +25,9 @@ CASES = [
          .active(A, token=3, parent=C), retry(token=3)),
     case("base-not-counted", "attempts below base (released or requeued claims) do not count: 3 attempts, base 2, "
          "max 2 is scheduled", World().active(A, token=3, base=2), retry(token=3, max_attempts=2)),
-    case("lane", "a laned job releases its lane (active count down); the lane with ready jobs stays on the ring",
+    case("lane", "a laned job of a lane with no limit touches no lane key; the lane with ready jobs stays on the ring",
          World().active(A, lane=L1).pending(B, lane=L1), retry()),
-    case("lane-forgotten", "a laned job's lane with nothing left is forgotten; the row keeps its lane",
+    case("lane-forgotten", "a laned job whose lane was forgotten (drained, no setting) leaves it forgotten; the row keeps its lane",
          World().active(A, lane=L1), retry()),
     case("dead-keep-count", "past keep_dead dead jobs, the oldest go, rows and all",
          World().active(A).meta(keep_dead=1).dead(B, died=now(-1000)), retry(max_attempts=1)),
