@@ -66,7 +66,7 @@ local rate = rate_claim_begin(KEYS[4], P, now, n)
 local budget = rate.budget
 
 local now_s, deadline_s = string.format('%d', now), string.format('%d', deadline)  -- formatted once, not per job
-local function lease_job(id, lane)
+local function lease_job(id, lane, counted)  -- counted: the lane has a limit (lanes.lua)
   local jk = P .. 'job:' .. id
   local row = redis.call('HMGET', jk, 'attempts', 'payload')
   local a, token = row[1], 1
@@ -77,9 +77,14 @@ local function lease_job(id, lane)
     redis.call('HSET', jk, 'state', 'active', 'claimed', now_s, 'consumer', consumer)
     a = false
   end
-  if a ~= false then  -- the new token in the same HSET as the rest
+  if a ~= false and counted then  -- the new token in the same HSET as the rest
+    redis.call('HSET', jk, 'attempts', token, 'state', 'active', 'claimed', now_s,
+      'consumer', consumer, 'counted', '1')
+  elseif a ~= false then
     redis.call('HSET', jk, 'attempts', token, 'state', 'active', 'claimed', now_s,
       'consumer', consumer)
+  elseif counted then
+    redis.call('HSET', jk, 'counted', '1')
   end
   events_add(events, id, lane, token)
   leases[#leases + 1] = deadline_s
@@ -188,7 +193,7 @@ if ring_len > 0 then
   end
   for _, lane in ipairs(steps) do
     local s = state[lane]
-    lease_job(s[11][s[12]], lane)
+    lease_job(s[11][s[12]], lane, s[4])
     s[12] = s[12] + 2
   end
 end

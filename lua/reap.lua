@@ -45,8 +45,8 @@ for _, id in ipairs(expired) do
   else
     redis.call('ZREM', KEYS[1], id)
     if redis.call('EXISTS', jk) == 1 then
-      local lane = redis.call('HGET', jk, 'lane')
-      if lane and lane ~= '' then lane_release_active(P, lane) end
+      local row = redis.call('HMGET', jk, 'lane', 'counted')
+      lane_release_active(P, row[1], row[2])
       local stalls = redis.call('HINCRBY', jk, 'stalled', 1)
       if stalls > max_stalls then
         redis.call('HSET', jk, 'state', 'dead', 'died', now,

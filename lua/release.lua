@@ -31,8 +31,8 @@ local done = fence_open(P, id)
 if done then return done end
 redis.call('ZREM', KEYS[2], id)
 redis.call('HINCRBY', KEYS[1], 'base', 1)
-local lane = redis.call('HGET', KEYS[1], 'lane')
-if lane and lane ~= '' then lane_release_active(P, lane) end
+local row = redis.call('HMGET', KEYS[1], 'lane', 'counted')
+lane_release_active(P, row[1], row[2])
 make_ready(P, id, KEYS[1])
 emit_row(P, 'released', id, KEYS[1], '')
 return 1

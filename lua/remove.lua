@@ -26,13 +26,13 @@ arg_key(3, P .. 'active')
 arg_key(4, P .. 'schedule')
 arg_key(5, P .. 'dead')
 
-local row = redis.call('HMGET', KEYS[1], 'state', 'lane')
+local row = redis.call('HMGET', KEYS[1], 'state', 'lane', 'counted')
 if not row[1] then return GONE end
 local lane = row[2]
 if lane and lane ~= '' then
   local was = lane_servable(P, lane)
   redis.call('ZREM', lane_pending_key(P, lane), id)
-  if row[1] == 'active' and redis.call('HEXISTS', lane_meta_key(P, lane), 'limit') == 1 then
+  if row[1] == 'active' and row[3] == '1' and redis.call('HEXISTS', lane_meta_key(P, lane), 'limit') == 1 then
     redis.call('HINCRBY', lane_meta_key(P, lane), 'active', -1)  -- only a limited lane counts (lanes.lua)
   end
   lane_settle(P, lane, was)

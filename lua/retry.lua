@@ -41,11 +41,11 @@ arg_key(4, P .. 'dead')
 
 local done, now = fence_open(P, id)
 if done then return done end
-local row = redis.call('HMGET', KEYS[1], 'attempts', 'base', 'lane')
+local row = redis.call('HMGET', KEYS[1], 'attempts', 'base', 'lane', 'counted')
 local tries = tonumber(row[1]) - tonumber(row[2] or '0')
 redis.call('ZREM', KEYS[2], id)
 redis.call('HSET', KEYS[1], 'last_error', ARGV[6])
-if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
+lane_release_active(P, row[3], row[4])
 if tries >= max_attempts then
   redis.call('HSET', KEYS[1], 'state', 'dead', 'died', now)
   unique_release_row(P, id, KEYS[1])

@@ -62,6 +62,7 @@ class World:
         self._lanes: list[str] = []
         self._settings: dict[str, dict] = {}
         self._active: dict[str, int] = {}
+        self._active_ids: dict[str, list[str]] = {}
         self._ring: list[str] | None = None
 
     # -- raw keys ---------------------------------------------------------
@@ -108,6 +109,7 @@ class World:
             self._zadd(key("active"), job_id, deadline)
         if lane:
             self._active[lane] = self._active.get(lane, 0) + 1
+            self._active_ids.setdefault(lane, []).append(job_id)
         return self
 
     def scheduled(self, job_id: str, *, run_at: int = LIVE, lane: str | None = None, attempts: int = 0,
@@ -185,6 +187,9 @@ class World:
             meta = dict(self._settings.get(lane, {}))
             if self._active.get(lane) and "limit" in meta:  # only a limited lane counts (lua/include/lanes.lua)
                 meta["active"] = str(self._active[lane])
+                for jid in self._active_ids[lane]:  # and marks the rows it counts
+                    row = {**keys[job_key(jid)]["hash"], "counted": "1"}
+                    keys[job_key(jid)] = {"hash": dict(sorted(row.items()))}
             if meta:
                 keys[lane_key(lane, "meta")] = {"hash": meta}
             pending = lane_key(lane) in keys

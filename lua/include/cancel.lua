@@ -1,7 +1,7 @@
 -- drop_cancelled(P, id, jk, now): end a leased job that was cancelled. Its
 -- worker learns it from the reply of its next fenced call (extend is the
 -- heartbeat), or the reaper drops it when the worker is gone. The row, the
--- lease and the lane's active count go; the job is counted as cancelled.
+-- lease and (under a lane limit) the lane's count go; the job is counted as cancelled.
 --- @include "lanes"
 --- @include "stats"
 --- @include "events"
@@ -9,9 +9,9 @@
 --- @include "unique"
 
 local function drop_cancelled(P, id, jk, now)
-  local lane = redis.call('HGET', jk, 'lane')
+  local row = redis.call('HMGET', jk, 'lane', 'counted')
   redis.call('ZREM', P .. 'active', id)
-  if lane and lane ~= '' then lane_release_active(P, lane) end
+  lane_release_active(P, row[1], row[2])
   emit_row(P, 'cancelled', id, jk, '')
   ended(P, id, jk, 'cancelled')
   unique_release_row(P, id, jk)

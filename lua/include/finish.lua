@@ -35,7 +35,7 @@ local function finish(P, ids, tokens, now)
   for i, id in ipairs(ids) do
     local jk = P .. 'job:' .. id
     local row = redis.call('HMGET', jk, 'state', 'attempts', 'lane', 'cancel', 'created', 'claimed', 'consumer',
-      'unique', 'parent', 'wait', 'children')
+      'unique', 'parent', 'wait', 'children', 'counted')
     if not row[1] or seen[id] then
       codes[i] = 0
     elseif row[1] ~= 'active' or row[2] ~= tokens[i] then
@@ -48,7 +48,7 @@ local function finish(P, ids, tokens, now)
       seen[id] = true
       gone_ids[#gone_ids + 1] = id
       rows[#rows + 1] = jk
-      if row[3] and row[3] ~= '' then lane_release_active(P, row[3]) end
+      lane_release_active(P, row[3], row[12])
       unique_release(P, id, row[8])
       events_add(events, id, row[3], row[2])
       if row[9] or row[10] or row[11] then  -- a waiter or a flow: its entry first, then what follows from it

@@ -15,10 +15,14 @@
 --
 -- Active jobs are counted only where a limit needs the count: while L has a
 -- limit, its active field is the number of L's leased jobs (lane.lua counts
--- them when the limit is set; claim adds, lane_release_active takes away).
--- A lane without a limit keeps no count, so a job of it costs no lane write
--- when claimed and none when it ends, and the lane is forgotten as soon as
--- it holds no ready job and no setting, even while jobs of it are leased.
+-- them when the limit is set; claim adds, lane_release_active takes away),
+-- and each of those jobs' rows holds counted = '1' (the claim under a limit,
+-- or the count at lane.lua, wrote it). A lane without a limit keeps no count,
+-- so a job of it costs no lane call when claimed and none when it ends (its
+-- row is not counted, and a row is read anyway), and the lane is forgotten
+-- as soon as it holds no ready job and no setting, even while jobs of it are
+-- leased. A row's counted may outlive its lane's limit; it then costs one
+-- read of the meta, which finds no limit.
 local function lane_pending_key(P, lane) return P .. 'g:' .. lane .. ':pending' end
 local function lane_meta_key(P, lane) return P .. 'g:' .. lane .. ':meta' end
 
@@ -49,12 +53,14 @@ local function lane_settle(P, lane, was_servable)
   return now_servable
 end
 
--- One job of the lane left the active state (completed, retried, reaped, ...).
--- Only a lane with a limit counts its active jobs (see above); for it the
--- decrement can only bring the lane back under its limit, so the one change
--- to the ring is that it may rejoin (when it is open and holds a ready job).
--- One read of the meta answers everything for a lane without a limit.
-local function lane_release_active(P, lane)
+-- One job of the lane left the active state (completed, retried, reaped, ...);
+-- counted is its row's counted field. Only a lane with a limit counts its
+-- active jobs (see above), and every job it counts is marked, so an unmarked
+-- job needs no lane call at all. For a counted lane the decrement can only
+-- bring it back under its limit, so the one change to the ring is that it
+-- may rejoin (when it is open and holds a ready job).
+local function lane_release_active(P, lane, counted)
+  if counted ~= '1' or not lane or lane == '' then return end
   local mk = lane_meta_key(P, lane)
   local m = redis.call('HMGET', mk, 'limit', 'paused', 'cooling')
   if not m[1] then return end
@@ -80,7 +86,11 @@ local function lane_set_limit(P, lane, limit)
     while true do
       local ids = redis.call('ZRANGE', P .. 'active', from, from + 999)
       for _, id in ipairs(ids) do
-        if redis.call('HGET', P .. 'job:' .. id, 'lane') == lane then active = active + 1 end
+        local jk = P .. 'job:' .. id
+        if redis.call('HGET', jk, 'lane') == lane then
+          active = active + 1
+          redis.call('HSET', jk, 'counted', '1')
+        end
       end
       if #ids < 1000 then break end
       from = from + 1000

@@ -31,8 +31,8 @@ CASES = [
          World().pending(A, lane=L1).pending(C, lane=L1).pending(B, lane=L2).wake(3), claim(n=1)),
     case("lane-limit", "a lane at its limit leaves the ring: one job of a lane limited to 1, however many asked",
          World().lane(L1, limit=1).pending(A, lane=L1).pending(B, lane=L1).wake(2), claim(n=2)),
-    case("lane-limit-counts", "a lane with a limit counts the jobs taken in its active field, and stays known "
-         "when drained (the limit is a setting)",
+    case("lane-limit-counts", "a lane with a limit counts the jobs taken in its active field and marks their "
+         "rows counted; it stays known when drained (the limit is a setting)",
          World().lane(L1, limit=5).active(C, lane=L1).pending(A, lane=L1).pending(B, lane=L1).wake(2), claim(n=5)),
     case("lane-stale-count", "a drained lane with no setting whose meta holds a count (as earlier versions kept "
          "for every lane) is forgotten, meta and all",

@@ -21,6 +21,8 @@ CASES = [
     case("lane-limit-counts", "a lane with a limit: its active count drops by one; below the limit and with "
          "nothing ready, it stays off the ring and known (the limit is a setting)",
          World().lane(L1, limit=2).active(A, lane=L1).active(B, lane=L1), complete()),
+    case("lane-counted-unlimited", "a row marked counted whose lane's limit was cleared since: the meta is read, "
+         "no limit is found, no lane key changes", World().active(A, lane=L1, counted="1"), complete()),
     case("lane-limit-rerings", "a lane at its limit goes back on the ring when its active job completes",
          World().lane(L1, limit=1).active(A, lane=L1).pending(B, lane=L1), complete()),
     case("keep-none", "keep_completed 0: no record is kept", World().active(A).meta(keep_completed=0), complete()),

@@ -22,7 +22,8 @@ CASES = [
     case("resume-servable", "resuming a lane that is not paused: answers 1, no second ring entry, no wake token",
          World().pending(A, lane=L1).wake(), lane("resume")),
     case("limit-reached", "a limit on a lane that had none counts the lane's leased jobs (found in the active "
-         "set, another lane's not counted) into its active field; at the limit it leaves the ring: answers 0",
+         "set, another lane's not counted) into its active field and marks their rows counted; at the limit it "
+         "leaves the ring: answers 0",
          World().active(A, lane=L1).active(C, lane=L2).pending(B, lane=L1).wake(), lane("limit", 1)),
     case("limit-above", "a limit above the lane's leased jobs keeps it servable: answers 1",
          World().active(A, lane=L1).pending(B, lane=L1).wake(), lane("limit", 2)),
