@@ -5,8 +5,8 @@ ARGV[1] P                emq:{q}:
 ARGV[2] lane
 ARGV[3] op               'pause' | 'resume' | 'limit'
 ARGV[4] value            for 'limit': max active jobs, or 0 for no limit (0 otherwise);
-                         a lane that had no limit starts counting its active jobs
-                         (one pass over the queue's active set, see lanes.lua)
+                         a limit counts the lane's active jobs afresh (one pass
+                         over the queue's active set, see lanes.lua)
 
 Reply: 1 when the lane can be served now, 0 otherwise. A wake token is
 pushed when the lane comes back on the ring, and when a paused lane is

@@ -72,16 +72,19 @@ local function lane_release_active(P, lane, counted)
   end
 end
 
--- Set, change or clear the lane's limit (0: none). A lane that had none
--- starts counting: its active jobs are found in the queue's active set (one
--- pass over it, O(leased jobs)); clearing the limit drops the count.
+-- Set, change or clear the lane's limit (0: none). Setting one counts the
+-- lane's active jobs afresh, found in the queue's active set (one pass over
+-- it, O(leased jobs)), and marks their rows: the count is then exact however
+-- it stood before (a count left by a version that counted every lane, or by
+-- such a worker running beside this one, included). Clearing the limit drops
+-- the count.
 local function lane_set_limit(P, lane, limit)
   local mk = lane_meta_key(P, lane)
   if limit == 0 then
     redis.call('HDEL', mk, 'limit', 'active')
     return
   end
-  if redis.call('HEXISTS', mk, 'limit') == 0 then
+  do
     local active, from = 0, 0
     while true do
       local ids = redis.call('ZRANGE', P .. 'active', from, from + 999)
@@ -96,7 +99,5 @@ local function lane_set_limit(P, lane, limit)
       from = from + 1000
     end
     redis.call('HSET', mk, 'limit', limit, 'active', active)
-  else
-    redis.call('HSET', mk, 'limit', limit)
   end
 end

@@ -235,3 +235,22 @@ def test_claims_take_lanes_in_turn_exactly_as_one_job_at_a_time(q, seed):
         else:
             enqueue(rnd.randint(1, 10))
         assert q.lanes.ring() == model.ring
+
+
+def test_setting_a_limit_again_recounts_jobs_an_older_version_leased(q, any_server):
+    """Jobs leased by scripts that counted every lane carry no mark, so their
+    ends give no place back (docs/echomq.md, upgrading): the lane fills up.
+    Setting its limit again recounts, and the lane is served once more."""
+    lane = ids.mint("PLR")
+    meta = f"{q.prefix}g:{lane}:meta"
+    q.lanes.limit(lane, 2)
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 4)
+    held = q.claim_batch(5, lease_ms=60_000)
+    assert len(held) == 2
+    for j in held:  # as the older claim left them
+        any_server.hdel(q.job_key(j.id), "counted")
+    assert q.complete_many([(j.id, j.attempts) for j in held]) == [True, True]
+    assert any_server.hget(meta, "active") == b"2" and q.claim_batch(5, lease_ms=60_000) == []
+    q.lanes.limit(lane, 2)
+    assert any_server.hget(meta, "active") == b"0"
+    assert len(q.claim_batch(5, lease_ms=60_000)) == 2
