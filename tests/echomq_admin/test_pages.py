@@ -102,6 +102,19 @@ def test_the_lane_page_lists_its_jobs_in_claim_order_on_a_sharded_queue_too(staf
     assert resp.context["jobs"] == [high, low] and resp.context["lane"]["depth"] == 2
 
 
+def test_the_lane_page_shows_a_lane_whose_only_job_is_leased(staff_client, queue):
+    """A lane with no setting leaves ``lanes`` when its last ready job is
+    claimed; its page still shows it while that job runs, then 404s."""
+    lane = ids.mint("PLR")
+    queue.enqueue(b"x", lane=lane)
+    job = queue.claim(lease_ms=60_000)
+    resp = staff_client.get(f"/admin/queues/cm/lanes/{lane}/")
+    assert resp.status_code == 200
+    assert resp.context["lane"]["active"] == 1 and resp.context["lane"]["depth"] == 0
+    assert queue.complete(job.id, job.attempts)
+    assert staff_client.get(f"/admin/queues/cm/lanes/{lane}/").status_code == 404
+
+
 def test_overview_lists_configured_and_discovered_queues(staff_client, emq):
     cm = Queue("cm", emq)
     make_dead(cm)

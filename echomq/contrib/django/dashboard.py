@@ -298,13 +298,14 @@ LANE_PAGE = 50
 
 def lane_page(queue: Queue, lane: str, page: int = 1, per_page: int = LANE_PAGE) -> dict | None:
     """The jobs waiting on one lane, in claim order (highest priority first, then oldest), ``per_page`` at a time;
-    None when the queue has never heard of the lane. A sharded queue's lane
-    is read on its shard."""
+    None when the queue knows nothing of the lane: no ready or leased job, no
+    setting (a lane with no setting leaves ``lanes`` when its last ready job
+    is claimed, see docs/echomq.md). A sharded queue's lane is read on its shard."""
     if isinstance(queue, ShardedQueue):
         queue = queue.shard_for(lane=lane)
     info = queue.lanes.info(lane)
     known = queue.client.sismember(queue.k_lanes, lane)
-    if not known and not info["depth"]:
+    if not known and not info["depth"] and not info["active"]:
         return None
     start = (page - 1) * per_page
     key = keyspace.lane_key(queue.name, lane)
