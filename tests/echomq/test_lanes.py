@@ -254,3 +254,17 @@ def test_setting_a_limit_again_recounts_jobs_an_older_version_leased(q, any_serv
     q.lanes.limit(lane, 2)
     assert any_server.hget(meta, "active") == b"0"
     assert len(q.claim_batch(5, lease_ms=60_000)) == 2
+
+
+def test_a_limit_counts_leased_jobs_past_one_page_of_the_active_set(q, any_server):
+    """The count walks the active set a thousand at a time: 2,345 leased
+    jobs, most of another lane, are counted exactly, each once."""
+    lane, other = ids.mint("PLR"), ids.mint("PLR")
+    q.enqueue_many([{"payload": b"x", "lane": lane}] * 1_200 + [{"payload": b"y", "lane": other}] * 1_145)
+    held = []
+    while len(held) < 2_345:
+        held += q.claim_batch(1_000, lease_ms=60_000)
+    q.lanes.limit(lane, 5_000)
+    assert any_server.hget(f"{q.prefix}g:{lane}:meta", "active") == b"1200"
+    marked = [j for j in held if any_server.hget(q.job_key(j.id), "counted") == b"1"]
+    assert len(marked) == 1_200 and {j.lane for j in marked} == {lane}
