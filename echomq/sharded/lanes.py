@@ -30,6 +30,13 @@ class ShardedLanes:
     def info(self, lane: str) -> dict:
         return self._of(lane).info(lane)
 
+    def active_counts(self) -> dict[str, int]:
+        """Leased jobs per lane, over every shard (a lane lives on one)."""
+        out: dict[str, int] = {}
+        for s in self.queue.shards:
+            out.update(s.lanes.active_counts())
+        return out
+
     def names(self) -> list[str]:
         return sorted(n for s in self.queue.shards for n in s.lanes.names())
 

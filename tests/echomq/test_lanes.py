@@ -268,3 +268,18 @@ def test_a_limit_counts_leased_jobs_past_one_page_of_the_active_set(q, any_serve
     assert any_server.hget(f"{q.prefix}g:{lane}:meta", "active") == b"1200"
     marked = [j for j in held if any_server.hget(q.job_key(j.id), "counted") == b"1"]
     assert len(marked) == 1_200 and {j.lane for j in marked} == {lane}
+
+
+def test_active_counts_on_a_sharded_queue_cover_every_shard(any_server):
+    from echomq import ShardedQueue
+
+    sq = ShardedQueue("lc", any_server, shards=4)
+    lanes = [ids.mint("PLR") for _ in range(8)]
+    sq.enqueue_many([{"payload": b"x", "lane": lane} for lane in lanes for _ in range(2)])
+    assert len({sq.shard_index(lane=lane) for lane in lanes}) > 1
+    held = []
+    for shard in sq.shards:
+        held += shard.claim_batch(100, lease_ms=60_000)
+    assert len(held) == 16
+    assert sq.lanes.active_counts() == {lane: 2 for lane in lanes}
+    assert {sq.lanes.info(lane)["active"] for lane in lanes} == {2}
