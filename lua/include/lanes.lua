@@ -23,6 +23,7 @@
 -- as soon as it holds no ready job and no setting, even while jobs of it are
 -- leased. A row's counted may outlive its lane's limit; it then costs one
 -- read of the meta, which finds no limit.
+
 local function lane_pending_key(P, lane) return P .. 'g:' .. lane .. ':pending' end
 local function lane_meta_key(P, lane) return P .. 'g:' .. lane .. ':meta' end
 
@@ -84,20 +85,18 @@ local function lane_set_limit(P, lane, limit)
     redis.call('HDEL', mk, 'limit', 'active')
     return
   end
-  do
-    local active, from = 0, 0
-    while true do
-      local ids = redis.call('ZRANGE', P .. 'active', from, from + 999)
-      for _, id in ipairs(ids) do
-        local jk = P .. 'job:' .. id
-        if redis.call('HGET', jk, 'lane') == lane then
-          active = active + 1
-          redis.call('HSET', jk, 'counted', '1')
-        end
+  local active, from = 0, 0
+  while true do
+    local ids = redis.call('ZRANGE', P .. 'active', from, from + 999)
+    for _, id in ipairs(ids) do
+      local jk = P .. 'job:' .. id
+      if redis.call('HGET', jk, 'lane') == lane then
+        active = active + 1
+        redis.call('HSET', jk, 'counted', '1')
       end
-      if #ids < 1000 then break end
-      from = from + 1000
     end
-    redis.call('HSET', mk, 'limit', limit, 'active', active)
+    if #ids < 1000 then break end
+    from = from + 1000
   end
+  redis.call('HSET', mk, 'limit', limit, 'active', active)
 end
