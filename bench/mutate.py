@@ -3,12 +3,14 @@
     .venv/bin/python -m bench.mutate                 # 60 sampled mutants, seed 11
     .venv/bin/python -m bench.mutate --n 200 --seed 3 --files lua/retry.lua,echomq/consumer.py
     .venv/bin/python -m bench.mutate --list          # every candidate mutant, none run
+    .venv/bin/python -m bench.mutate --files games/wallet.py --tests tests/games,tests/pages
 
 Each mutant is one small change on one line (a flipped comparison, ``and``
 for ``or``, ``+ 1`` for ``- 1``, a constant moved by one, a deleted
 ``redis.call`` / statement). The work tree is copied once to a temporary
 directory; each mutant is written into the copy, the fast EchoMQ tests
-(``tests/echomq`` on Valkey, without the slow real-process ones) run there with ``-x``,
+(``tests/echomq`` on Valkey, without the slow real-process ones; ``--tests``
+names others, e.g. the game's for a file of ``games/``) run there with ``-x``,
 and the file is restored. A mutant is *killed* when the tests fail or time
 out, *survived* when they pass. Prints one line per mutant and the score;
 the survivors are the list of tests still to write. Sampling is seeded, so
@@ -108,10 +110,12 @@ def candidates(files: list[str]) -> list[tuple[str, int, str, str]]:
 
 
 TEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-k", "not redis7",
-             "--ignore=tests/echomq/test_embedded.py", "--ignore=tests/echomq/test_cluster.py", "tests/echomq"]
+             "--ignore=tests/echomq/test_embedded.py", "--ignore=tests/echomq/test_cluster.py"]
+TESTS = ["tests/echomq"]
 
 
-def run_tests(work: Path, timeout: float, *, output: Path | None = None) -> tuple[bool, float]:
+def run_tests(work: Path, timeout: float, *, output: Path | None = None,
+              tests: list[str] = TESTS) -> tuple[bool, float]:
     """The fast EchoMQ tests on Valkey only (the Redis 7.0 twins, the cluster
     and embedded-server tests are left out to keep a mutant under a minute).
     ``output`` keeps what pytest printed (the baseline's, to say why it failed)."""
@@ -123,7 +127,7 @@ def run_tests(work: Path, timeout: float, *, output: Path | None = None) -> tupl
     tmp.mkdir(exist_ok=True)
     env = dict(os.environ, CODEMOJEX_DEV="1", TMPDIR=str(tmp))
     sink = open(output, "wb") if output else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *TEST_ARGS], cwd=work, stdout=sink,
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *TEST_ARGS, *tests], cwd=work, stdout=sink,
                             stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
         return proc.wait(timeout) == 0, time.monotonic() - t0
@@ -169,11 +173,14 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=60, help="mutants to try (sampled); 0 for all")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--files", help="comma list of paths (default: echomq/*.py, lua/*.lua, lua/include/*.lua)")
+    ap.add_argument("--tests", default=",".join(TESTS),
+                    help="comma list of test paths each mutant runs (default: tests/echomq)")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per test run")
     ap.add_argument("--list", action="store_true", help="print the candidates and stop")
     ap.add_argument("--rerun", metavar="OUTPUT", help="run only the mutants a previous run's output "
                     "lists as survived (after adding tests: the killed ones stay killed, tests only grow)")
     a = ap.parse_args(argv)
+    tests = [t.strip() for t in a.tests.split(",") if t.strip()]
     if a.files:
         files = [f.strip() for f in a.files.split(",") if f.strip()]
     else:
@@ -207,7 +214,7 @@ def main(argv=None) -> int:
     killed, survivors = 0, []
     try:
         baseline = work.parent / "baseline.log"
-        ok, secs = run_tests(work, a.timeout * 2, output=baseline)
+        ok, secs = run_tests(work, a.timeout * 2, output=baseline, tests=tests)
         if not ok:
             tail = baseline.read_text(errors="replace").strip().splitlines()[-15:]
             print("the unmutated tests fail, so no mutant can be judged; their last lines:\n  "
@@ -221,7 +228,7 @@ def main(argv=None) -> int:
             lines[i] = new + "\n"
             path.write_text("".join(lines))
             try:
-                passed, secs = run_tests(work, a.timeout)
+                passed, secs = run_tests(work, a.timeout, tests=tests)
             finally:
                 path.write_text(original)
             verdict = "SURVIVED" if passed else "killed"
