@@ -90,3 +90,12 @@ def test_place_uses_competition_ranking_for_shared_prizes():
     st = [Standing(1, "a", 300, 1), Standing(2, "b", 300, 2), Standing(3, "c", 100, 3)]
     assert [payouts.place("classic", st, s) for s in st] == [(1, 2), (1, 2), (3, 1)]
     assert [payouts.place("blind", st, s) for s in st] == [(1, 1), (2, 1), (3, 1)]
+
+
+def test_a_result_written_before_places_reads_by_rank_as_a_single_winner():
+    """Older results carry neither ``place`` nor ``tied``: the payout reads
+    by its rank and as no tie."""
+    old = {"rank": 2, "player": "PLR0000000000A", "total": 160, "prize": 5}
+    assert payouts.told("classic", old) == "You placed #2 with 160/600 and won 💎 5."
+    tied = {**old, "place": 1, "tied": 2}
+    assert payouts.told("classic", tied) == "You tied for #1 (2 players share the pool) with 160/600 and won 💎 5."

@@ -223,3 +223,19 @@ def test_a_notify_task_records_its_notification_and_a_rollback_asks_for_none(mak
     result.refresh()
     assert result.status == "SUCCESSFUL"
     assert result.return_value == Notification.objects.get(player=a, round=rnd).pk
+
+
+def test_a_round_is_due_from_the_instant_it_stops_taking_guesses(make_round, monkeypatch):
+    """One boundary for both sides: at ``ends_at`` exactly, a submit finds
+    the round closed and settlement finds it due (the sweep too); a
+    microsecond before, it is open and not due. No instant is both, and none
+    is neither."""
+    from games.guesses import _Open
+
+    rnd = make_round(secret=S)
+    for at, open_, due in ((rnd.ends_at - timedelta(microseconds=1), True, False), (rnd.ends_at, False, True)):
+        monkeypatch.setattr(timezone, "now", lambda at=at: at)
+        seen = _Open(rnd.status, rnd.ends_at, frozenset(rnd.keyboard), rnd.currency, rnd.guess_price)
+        assert (seen.is_open, settlement.is_due(rnd)) == (open_, due), at
+        assert (rnd.pk in set(Round.objects.filter(status="open", ends_at__lte=at).values_list("pk", flat=True))) \
+            == due
