@@ -309,3 +309,28 @@ def test_await_result_in_async_code(valkey):
 
     done = asyncio.run(go())
     assert done.status == TaskResultStatus.FAILED and len(done.errors) == 2
+
+
+# --- an empty QUEUES: Django reads it as "any queue", but no worker would serve one --
+def test_an_empty_queues_is_refused_everywhere_and_nothing_is_written(settings, valkey):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    settings.TASKS = {"default": {**settings.TASKS["default"], "QUEUES": []}}
+    b = task_backends["default"]
+    assert b.queues == set()
+    assert [e.id for e in b.check()] == ["echomq.E003"]
+    with pytest.raises(InvalidTask, match="QUEUES is empty"):
+        jobs.add.enqueue(1, 2)
+    assert valkey.dbsize() == 0
+    with pytest.raises(CommandError, match=re.escape("TASKS['default']['QUEUES'] is empty")):
+        call_command("run_tasks", "--burst")
+    with pytest.raises(CommandError, match="is empty"):
+        call_command("run_tasks", "--queue", "default", "--burst")
+
+
+def test_queues_left_unset_means_the_default_queue(settings):
+    settings.TASKS = {"default": {k: v for k, v in settings.TASKS["default"].items() if k != "QUEUES"}}
+    b = task_backends["default"]
+    assert b.queues == {"default"} and b.check() == []
+    assert b.get_result(jobs.add.enqueue(1, 2).id).status == "READY"

@@ -233,6 +233,9 @@ class EchoMQBackend(BaseTaskBackend):
 
     def check(self, **kwargs):
         errors = []
+        if not self.queues:
+            errors.append(checks.Error(f"TASKS[{self.alias!r}] QUEUES is empty: name the queues its workers "
+                                       "serve (run_tasks serves exactly those)", id="echomq.E003"))
         for name in sorted(self.queues):
             try:
                 keyspace.check_queue(name)
@@ -285,6 +288,8 @@ class EchoMQBackend(BaseTaskBackend):
     # -- enqueue ---------------------------------------------------------------
     def enqueue(self, task, args, kwargs):
         """Validate everything, then write the result record and the job."""
+        if not self.queues:  # Django reads an empty QUEUES as "any queue": no worker would serve it
+            raise InvalidTask(f"TASKS[{self.alias!r}] QUEUES is empty: no worker serves any queue (check E003)")
         self.validate_task(task)
         args_json, kwargs_json = json_exact(list(args), "args"), json_exact(dict(kwargs), "kwargs")
         lane = self._lane(task, args, kwargs)

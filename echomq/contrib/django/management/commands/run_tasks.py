@@ -43,6 +43,8 @@ class Command(BaseCommand):
         backend = task_backends[o["backend"]]
         if not isinstance(backend, EchoMQBackend):
             raise CommandError(f"TASKS[{o['backend']!r}] is {type(backend).__name__}, not EchoMQBackend")
+        if not backend.queues:
+            raise CommandError(f"TASKS[{o['backend']!r}]['QUEUES'] is empty: name the queues to serve")
         queues = o["queues"] or sorted(backend.queues)
         unknown = sorted(set(queues) - backend.queues)
         if unknown:
