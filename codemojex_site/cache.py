@@ -10,7 +10,8 @@ The differences from ``django.core.cache.backends.redis.RedisCache``:
   miss served by the database.
 * One ``redis.Redis`` per pool, made once: Django's client builds a new one
   (and its table of response callbacks) for every cache call, which cost
-  more CPU than the call itself.
+  more CPU than the call itself. Aliases on the same server with the same
+  OPTIONS share it; other OPTIONS, another client.
 * A cache that cannot be reached is a miss, not a 500: reads answer the
   default and writes are skipped, with one warning line at most every ten
   seconds. One that hangs costs one short timeout, then fails fast for a
@@ -119,6 +120,16 @@ class _ReusingClient(RedisCacheClient):
         pipe.execute()
 
 
+def _frozen(value):
+    """OPTIONS as a key: dicts and lists made hashable, the rest as they are
+    (numbers, strings, classes, a ``Retry``, which compares by value)."""
+    if isinstance(value, dict):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
 class ValkeyCache(RedisCache):
     _clients: dict = {}
     _clients_lock = threading.Lock()
@@ -127,7 +138,8 @@ class ValkeyCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server or "", params)
         self._class = _ReusingClient
-        self._options.setdefault("serializer", JSONSerializer)
+        self._options = {"serializer": JSONSerializer, **self._options}  # not written into settings.CACHES
+        self._shape = _frozen(self._options)
 
     def _url(self) -> str:
         from django.conf import settings
@@ -145,19 +157,23 @@ class ValkeyCache(RedisCache):
 
     @property
     def _cache(self):
-        """One client (with its connection pool) per Valkey URL per process,
-        shared by every thread's cache handle."""
+        """One client (with its connection pool) per Valkey URL and OPTIONS
+        per process, shared by every thread's cache handle and every alias
+        configured alike. An alias with other OPTIONS (a ``db``, a timeout,
+        a serializer) has its own: sharing the first one's would read and
+        write with that one's settings."""
+        from echomq.contrib.django import is_cluster
+
         url = self._url()
-        client = self._clients.get(url)
+        cluster = not (self._servers and self._servers[0]) and is_cluster()
+        shape = (url, cluster, self._shape)
+        client = self._clients.get(shape)
         if client is None:
             with self._clients_lock:
-                from echomq.contrib.django import is_cluster
-
                 from echomq.contrib.django.failfast import connection_class
 
-                cluster = not (self._servers and self._servers[0]) and is_cluster()
                 options = {"connection_class": connection_class(url), **self._options}
-                client = self._clients.setdefault(url, self._class([url], cluster=cluster, **options))
+                client = self._clients.setdefault(shape, self._class([url], cluster=cluster, **options))
         return client
 
     def validate_key(self, key) -> None:

@@ -1,0 +1,58 @@
+"""The cache backend itself (``codemojex_site.cache.ValkeyCache``), on the
+test Valkey: aliases with other OPTIONS keep their own client, an entry
+that is not JSON is a miss for itself alone, and a Valkey that cannot be
+reached is a miss for every method, never a connection error (``incr``
+and ``decr``: the ValueError of a missing key)."""
+from __future__ import annotations
+
+import pytest
+import redis
+
+from codemojex_site.cache import JSONSerializer, ValkeyCache
+
+
+@pytest.fixture(autouse=True)
+def _own_clients(monkeypatch):
+    """The clients made here are this test's: none shared with another."""
+    monkeypatch.setattr(ValkeyCache, "_clients", {})
+
+
+class Boxed(JSONSerializer):
+    """Every value in a box: what this serializer writes, the plain one reads differently."""
+
+    def dumps(self, obj):
+        return super().dumps({"boxed": obj})
+
+    def loads(self, data):
+        return super().loads(data)["boxed"]
+
+
+def test_aliases_on_one_server_with_another_db_keep_their_entries_apart(valkey_server, valkey):
+    url = valkey_server.url.removesuffix("/0")  # no db in the URL: the OPTIONS' ``db`` picks it
+    first, second = ValkeyCache(url, {}), ValkeyCache(url, {"OPTIONS": {"db": 1}})
+    first.set("k", "in db 0")
+    second.set("k", "in db 1")
+    assert first.get("k") == "in db 0" and second.get("k") == "in db 1"
+    assert redis.Redis.from_url(url, db=1).get(second.make_key("k")) == b'"in db 1"'
+
+
+def test_aliases_on_the_echomq_valkey_with_another_serializer_use_their_own(valkey):
+    """No LOCATION (both on the EchoMQ Valkey): the second alias writes
+    with its own serializer, not the first alias's."""
+    plain, boxed = ValkeyCache("", {}), ValkeyCache("", {"OPTIONS": {"serializer": Boxed}})
+    plain.set("plain", [1])
+    boxed.set("boxed", 5)
+    assert valkey.get(boxed.make_key("boxed")) == b'{"boxed":5}'
+    assert boxed.get("boxed") == 5 and plain.get("boxed") == {"boxed": 5} and plain.get("plain") == [1]
+
+
+def test_aliases_configured_alike_share_one_client(valkey_server):
+    from echomq.contrib.django import retry_policy
+
+    def options(**more):  # new dicts (and Retry) each time, as each settings load makes them
+        return {"OPTIONS": {"socket_timeout": 1, "retry": retry_policy(), "socket_keepalive_options": {}, **more}}
+
+    first, alike = ValkeyCache(valkey_server.url, options()), ValkeyCache(valkey_server.url, options())
+    assert first._cache is alike._cache
+    assert ValkeyCache(valkey_server.url, {**options(), "KEY_PREFIX": "other"})._cache is first._cache
+    assert ValkeyCache(valkey_server.url, options(socket_timeout=2))._cache is not first._cache
