@@ -82,6 +82,23 @@ class JSONSerializer:
             raise Unreadable(f"a cache entry that is not JSON ({exc})") from None
 
 
+def _unreadable(exc: Unreadable) -> None:
+    log.warning("%s; read as a miss (it is replaced on the next write)", exc)
+
+
+def _readable(loads, keys, values) -> dict:
+    """The entries of an MGET that are there and readable: one that is not
+    JSON is a miss, for itself alone."""
+    found = {}
+    for key, value in zip(keys, values):
+        if value is not None:
+            try:
+                found[key] = loads(value)
+            except Unreadable as exc:
+                _unreadable(exc)
+    return found
+
+
 class _ReusingClient(RedisCacheClient):
     def __init__(self, *args, cluster: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -105,11 +122,12 @@ class _ReusingClient(RedisCacheClient):
 
 
     # MGET and MSET cannot span slots on a cluster: per-key calls, pipelined per node.
+    # An entry that is not JSON is a miss for itself (Django's get_many fails the batch).
     def get_many(self, keys):
-        if not self._cluster:
-            return super().get_many(keys)
-        values = self.get_client(None).mget_nonatomic(list(keys))
-        return {k: self._serializer.loads(v) for k, v in zip(keys, values) if v is not None}
+        keys = list(keys)
+        client = self.get_client(None)
+        values = client.mget_nonatomic(keys) if self._cluster else client.mget(keys)
+        return _readable(self._serializer.loads, keys, values)
 
     def set_many(self, data, timeout):
         if not self._cluster:
@@ -186,10 +204,6 @@ class ValkeyCache(RedisCache):
             ValkeyCache._warned_at = now
             log.warning("cache unreachable (%s: %s); serving from the database", type(exc).__name__, exc)
 
-    @staticmethod
-    def _unreadable(exc: Unreadable) -> None:
-        log.warning("%s; read as a miss (it is replaced on the next write)", exc)
-
     def get(self, key, default=None, version=None):
         try:
             return super().get(key, default, version)
@@ -197,7 +211,7 @@ class ValkeyCache(RedisCache):
             self._down(exc)
             return default
         except Unreadable as exc:
-            self._unreadable(exc)
+            _unreadable(exc)
             return default
 
     def get_many(self, keys, version=None):
@@ -205,9 +219,6 @@ class ValkeyCache(RedisCache):
             return super().get_many(keys, version)
         except DOWN as exc:
             self._down(exc)
-            return {}
-        except Unreadable as exc:
-            self._unreadable(exc)
             return {}
 
     def get_many_riding(self, keys, rides, version=None):
@@ -245,12 +256,7 @@ class ValkeyCache(RedisCache):
         values = replies[0]
         if isinstance(values, Exception):
             raise values
-        loads = wrapper._serializer.loads
-        try:
-            return {key_map[k]: loads(v) for k, v in zip(key_map, values) if v is not None}
-        except Unreadable as exc:
-            self._unreadable(exc)
-            return {}
+        return {key_map[k]: v for k, v in _readable(wrapper._serializer.loads, key_map, values).items()}
 
     def has_key(self, key, version=None):
         try:

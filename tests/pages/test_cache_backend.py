@@ -56,3 +56,31 @@ def test_aliases_configured_alike_share_one_client(valkey_server):
     assert first._cache is alike._cache
     assert ValkeyCache(valkey_server.url, {**options(), "KEY_PREFIX": "other"})._cache is first._cache
     assert ValkeyCache(valkey_server.url, options(socket_timeout=2))._cache is not first._cache
+
+
+@pytest.fixture
+def planted(valkey):
+    """The project's cache with one readable entry and one that is not JSON
+    (a pickle, as an older version or someone else could have left)."""
+    from django.core.cache import cache
+
+    cache.set("good", {"a": 1}, 60)
+    valkey.set(cache.make_key("bad"), b"\x80\x04\x95not json")
+    return cache
+
+
+def test_an_entry_that_is_not_json_is_a_miss_for_itself_alone(planted, caplog):
+    assert planted.get_many(["good", "bad", "absent"]) == {"good": {"a": 1}}
+    assert len([r for r in caplog.records if "not JSON" in r.getMessage()]) == 1
+
+
+def test_an_entry_that_is_not_json_is_a_miss_for_itself_alone_with_rides(planted, caplog, monkeypatch):
+    from games.rides import Ride
+
+    from .test_rides import round_trips
+
+    ride = Ride(command=("PING",), who=(1, "PLR"))
+    with round_trips(monkeypatch) as sent:
+        assert planted.get_many_riding(["good", "bad", "absent"], [ride]) == {"good": {"a": 1}}
+    assert len(sent) == 1 and ride.sent and ride.error is None  # still one round trip, the ride in it
+    assert len([r for r in caplog.records if "not JSON" in r.getMessage()]) == 1
