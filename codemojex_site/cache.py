@@ -13,11 +13,14 @@ The differences from ``django.core.cache.backends.redis.RedisCache``:
   more CPU than the call itself. Aliases on the same server with the same
   OPTIONS share it; other OPTIONS, another client.
 * A cache that cannot be reached is a miss, not a 500: reads answer the
-  default and writes are skipped, with one warning line at most every ten
-  seconds. One that hangs costs one short timeout, then fails fast for a
-  few seconds (``echomq.contrib.django.failfast``). Everything cached here (sessions under ``cached_db``, the logged-in
-  user and player) is also in the database, so pages keep working on the
-  database alone while Valkey is down.
+  default and writes (``clear`` too) are skipped, with one warning line at
+  most every ten seconds; ``incr`` and ``decr``, which have no value to
+  answer, raise the ``ValueError`` of a missing key. One that hangs costs
+  one short timeout, then fails fast for a few seconds
+  (``echomq.contrib.django.failfast``). Everything cached here (sessions
+  under ``cached_db``, the logged-in user and player) is also in the
+  database, so pages keep working on the database alone while Valkey is
+  down.
 * Values are JSON (:class:`JSONSerializer`), never pickles: a pickle runs
   whatever it names when it is read, so anyone able to write to Valkey
   could run code in every web process. An entry that is not JSON (written
@@ -295,6 +298,25 @@ class ValkeyCache(RedisCache):
     def delete(self, key, version=None):
         try:
             return super().delete(key, version)
+        except DOWN as exc:
+            self._down(exc)
+            return False
+
+    def incr(self, key, delta=1, version=None):
+        """Django's ``incr`` (and ``decr``, which calls it). A cache that
+        cannot be reached has no value to add to: it raises the
+        ``ValueError`` Django raises for a missing key, so a caller that
+        handles a missing key (setting the count afresh, or going without)
+        handles this too."""
+        try:
+            return super().incr(key, delta, version)
+        except DOWN as exc:
+            self._down(exc)
+            raise ValueError(f"Key {key!r} not incremented: cache unreachable") from exc
+
+    def clear(self):
+        try:
+            return super().clear()
         except DOWN as exc:
             self._down(exc)
             return False

@@ -84,3 +84,45 @@ def test_an_entry_that_is_not_json_is_a_miss_for_itself_alone_with_rides(planted
         assert planted.get_many_riding(["good", "bad", "absent"], [ride]) == {"good": {"a": 1}}
     assert len(sent) == 1 and ride.sent and ride.error is None  # still one round trip, the ride in it
     assert len([r for r in caplog.records if "not JSON" in r.getMessage()]) == 1
+
+
+@pytest.fixture
+def down(monkeypatch):
+    """A cache on a port where nothing listens (connections refused), with
+    the warning's ten-second quiet reset."""
+    from echomq import embedded
+    from echomq.contrib.django import retry_policy
+
+    monkeypatch.setattr(ValkeyCache, "_warned_at", 0.0)
+    url = f"redis://127.0.0.1:{embedded.free_port()}/0"
+    return ValkeyCache(url, {"OPTIONS": {"socket_connect_timeout": 1, "retry": retry_policy()}})
+
+
+def _warnings(caplog) -> int:
+    return len([r for r in caplog.records if "cache unreachable" in r.getMessage()])
+
+
+def test_a_cache_that_cannot_be_reached_is_a_miss_and_skips_writes(down, caplog):
+    from games.rides import Ride
+
+    assert down.get("k", "default") == "default" and down.get_many(["k", "j"]) == {}
+    assert down.get_many_riding(["k"], [Ride(command=("PING",), who=(1, "PLR"))]) == {}
+    assert down.get_or_set("k", lambda: 7) == 7
+    assert not down.has_key("k") and not down.touch("k") and not down.add("k", 1) and not down.delete("k")
+    assert down.set("k", 1) is None and down.delete_many(["k", "j"]) is None
+    assert down.set_many({"k": 1, "j": 2}) == ["k", "j"]  # Django's answer: the keys not written
+    assert down.set_tagged("k", 1, 60, "tag") == 0 and down.delete_tagged("tag") is None
+    assert not down.clear()
+    assert _warnings(caplog) == 1  # one line, not one per call
+
+
+def test_incr_and_decr_on_a_cache_that_cannot_be_reached_raise_as_for_a_missing_key(down, caplog):
+    """They have no value to answer: the ValueError Django raises for a
+    missing key, which callers of incr handle already."""
+    with pytest.raises(ValueError, match="cache unreachable"):
+        down.incr("hits")
+    with pytest.raises(ValueError, match="cache unreachable"):
+        down.decr("hits", 2)
+    with pytest.raises(ValueError):
+        down.incr_version("hits")
+    assert _warnings(caplog) == 1
