@@ -13,7 +13,8 @@ The differences from ``django.core.cache.backends.redis.RedisCache``:
   more CPU than the call itself. Aliases on the same server with the same
   OPTIONS share it; other OPTIONS, another client.
 * A cache that cannot be reached is a miss, not a 500: reads answer the
-  default and writes (``clear`` too) are skipped, with one warning line at
+  default and writes (``clear`` too, which on the EchoMQ Valkey drops
+  this cache's keys, never the queues') are skipped, with one warning line at
   most every ten seconds; ``incr`` and ``decr``, which have no value to
   answer, raise the ``ValueError`` of a missing key. One that hangs costs
   one short timeout, then fails fast for a few seconds
@@ -139,6 +140,11 @@ class _ReusingClient(RedisCacheClient):
         for k, v in data.items():
             pipe.set(k, self._serializer.dumps(v), ex=timeout)
         pipe.execute()
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally by SCAN's MATCH pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _frozen(value):
@@ -315,8 +321,23 @@ class ValkeyCache(RedisCache):
             raise ValueError(f"Key {key!r} not incremented: cache unreachable") from exc
 
     def clear(self):
+        """Drop every entry of this cache. Django's ``clear`` empties the
+        whole db (FLUSHDB); on the EchoMQ Valkey (no LOCATION) that db
+        holds the queues too, so there only the keys under this cache's
+        KEY_PREFIX go (SCAN, then UNLINK in chunks)."""
         try:
-            return super().clear()
+            if self._servers and self._servers[0]:
+                return super().clear()
+            client = self._cache.get_client(None, write=True)
+            chunk = []
+            for key in client.scan_iter(match=_glob_escape(self.key_prefix) + ":*", count=1000):
+                chunk.append(key)
+                if len(chunk) == 1000:
+                    client.unlink(*chunk)
+                    chunk = []
+            if chunk:
+                client.unlink(*chunk)
+            return True
         except DOWN as exc:
             self._down(exc)
             return False

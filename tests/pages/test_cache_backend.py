@@ -126,3 +126,29 @@ def test_incr_and_decr_on_a_cache_that_cannot_be_reached_raise_as_for_a_missing_
     with pytest.raises(ValueError):
         down.incr_version("hits")
     assert _warnings(caplog) == 1
+
+
+def test_clear_on_the_echomq_valkey_drops_the_cache_and_keeps_the_queues(valkey):
+    """With no LOCATION the cache lives beside the queues: Django's FLUSHDB
+    would take every job with it."""
+    from django.core.cache import cache
+
+    from echomq.contrib.django import get_queue
+
+    job_id, _ = get_queue("default").enqueue(b"keep me")
+    cache.set_many({f"k{i}": i for i in range(2500)})  # more than one UNLINK chunk
+    queue_keys = {k for k in valkey.scan_iter() if k.startswith(b"emq:")}
+    assert queue_keys and cache.get("k7") == 7
+    assert cache.clear() is True
+    assert cache.get_many([f"k{i}" for i in range(2500)]) == {}
+    assert {k for k in valkey.scan_iter()} == queue_keys
+    assert get_queue("default").job(job_id)["state"] == "pending"
+
+
+def test_clear_matches_the_key_prefix_literally(valkey):
+    from codemojex_site.cache import _glob_escape
+
+    valkey.set("a*b:1:k", 1)
+    valkey.set("axxb:1:k", 1)
+    assert [k for k in valkey.scan_iter(match=_glob_escape("a*b") + ":*")] == [b"a*b:1:k"]
+    assert _glob_escape("{cm:cache}[x]?\\") == "{cm:cache}\\[x\\]\\?\\\\"
