@@ -61,3 +61,21 @@ def test_a_complete_refused_as_cancelled_is_reported_to_the_observer(r):
     counts = q.counts()
     assert (counts["cancelled"], counts["completed"], counts["active"]) == (1, 0, 0)
     assert q.find(jid) is None and not r.exists(q.job_key(jid))
+
+
+def test_a_worker_woken_in_the_park_runs_every_job_its_claim_brought(r):
+    """The park handed to an idle worker thread (_park_for_fetcher): on the
+    wake it claims into every free slot, keeps the first job and puts the
+    rest on the run queue (seed 7 survivor: the rest left in hand, leased
+    and heart-beaten but never run). One thread and a prefetch of 4: the
+    five jobs enqueued at once come back in that one claim."""
+    from echomq.consumer import _TAKEN
+
+    q = Queue("mk", r)
+    ran = []
+    with Running(Consumer(q, lambda job: ran.append(job.id), concurrency=1, prefetch=4)) as c:
+        wait_for(lambda: c._parked and c._handover is _TAKEN, what="the worker parked for the fetcher")
+        jids = [jid for jid, _ in q.enqueue_many([b"a", b"b", b"c", b"d", b"e"])]
+        assert [q.wait(jid, 10) for jid in jids] == ["completed"] * 5
+        assert c.stats["worker_wakes"] == 1
+    assert sorted(ran) == sorted(jids) and len(ran) == 5

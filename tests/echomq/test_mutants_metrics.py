@@ -19,7 +19,7 @@ from redis.retry import Retry
 
 from echomq import Consumer, Queue, ids
 from echomq.embedded import free_port
-from echomq.metrics import ConsumerMetrics, QueueCollector, serve
+from echomq.metrics import OUTCOMES, ConsumerMetrics, QueueCollector, serve
 
 from .test_consumer import Running, wait_for
 
@@ -165,3 +165,22 @@ def test_in_hand_counts_a_running_job_then_none(r):
                  what="the ack to be counted")
         wait_for(lambda: in_hand(reg, "mh") == 0, what="the job out of hand")
     assert q.counts()["completed"] == 1
+
+
+def test_watch_exports_every_series_of_the_queue_at_zero_before_anything_happens(r):
+    """A dashboard's rate() needs the series before the first event: after
+    ``watch``, with nothing claimed, run or lost, the handled counter of
+    every outcome, both histograms and the reconnect counter are there at 0
+    (seed 7 survivor: the histograms and the reconnect counter left out)."""
+    reg = CollectorRegistry()
+    m = ConsumerMetrics(registry=reg)
+    c = Consumer(Queue("mz", r), lambda job: None, observer=m)
+    m.watch(c)
+    got = lambda name, **labels: reg.get_sample_value(name, {"queue": "mz", **labels})  # noqa: E731
+    assert {o: got("echomq_worker_jobs_handled_total", outcome=o) for o in OUTCOMES} == dict.fromkeys(OUTCOMES, 0)
+    for hist in ("echomq_worker_handler_seconds", "echomq_worker_claim_to_start_seconds"):
+        assert (got(hist + "_count"), got(hist + "_sum")) == (0, 0)
+        assert got(hist + "_bucket", le="+Inf") == 0
+    assert got("echomq_worker_reconnects_total") == 0
+    assert in_hand(reg, "mz") == 0
+    assert c.stats == {}  # nothing happened: the zeros are the registration's
