@@ -255,8 +255,9 @@ class Observer:
 
 
 def _valid_attempts(value) -> int | None:
-    """A handler's own ``Retry.max_attempts`` when it is a whole number >= 1, else None."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_MS
+    """A handler's own ``Retry.max_attempts`` when it is a whole number the
+    retry takes (1..MAX_COUNT, as the consumer's own), else None."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT
     return value if ok else None
 
 

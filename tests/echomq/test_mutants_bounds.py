@@ -134,11 +134,12 @@ def test_a_handlers_retry_with_max_attempts_one_is_dead_after_one_run(q):
     assert (stats["retried"], stats["dead"]) == (0, 1)
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, 1.0])
+@pytest.mark.parametrize("bad", [0, -1, True, 1.0, MAX_COUNT + 1])
 def test_a_handlers_bad_max_attempts_falls_back_to_the_consumers(q, bad):
-    """Not an attempt count (0, a bool, a float): the
-    consumer's max_attempts (2) holds, and the bad value costs neither the
-    job nor a thread."""
+    """Not an attempt count retry takes (0, a bool, a float, more than
+    MAX_COUNT): the consumer's max_attempts (2) holds, and the bad value
+    costs neither the job nor a thread. (MAX_COUNT + 1 used to pass, checked
+    against MAX_MS, and the retry refusing it crashed the fetcher.)"""
     row, seen, stats = drained(q, bad, consumer_max=2)
     assert row["state"] == "dead"
     assert seen == [1, 2]
