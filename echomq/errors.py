@@ -161,9 +161,10 @@ class translated(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, kind, exc, tb):
-        if exc is None or not isinstance(exc, redis.exceptions.RedisError):
-            return False
-        typed = translate(exc)
+        # translate() alone decides (it answers anything it does not map as
+        # itself): redis-py's SlotNotCoveredError, which _UNAVAILABLE maps,
+        # is a RedisClusterException and not a RedisError.
+        typed = exc if exc is None else translate(exc)
         if typed is exc:
             return False
         raise typed from exc

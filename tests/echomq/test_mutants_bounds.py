@@ -4,16 +4,19 @@ Written against survivors of ``python -m bench.mutate --n 30 --seed 7``
 (echomq/*.py): ``per_minute(minutes=)``, a rate's ``per_ms`` and a handler's
 ``Retry(max_attempts=)`` whose lowest value (1) was refused when the bound
 moved to 2; a retry's error cut at 2001 characters instead of 2000;
-and ``set_result`` answering False for a recorded result. A bad argument raises
+``set_result`` answering False for a recorded result; and ``translated()``
+around a redis-py error that is not a ``RedisError``. A bad argument raises
 ArgumentError before anything is sent: the queue's keys are compared whole
 before and after.
 """
 from __future__ import annotations
 
 import pytest
+import redis
 
-from echomq import ArgumentError, Consumer, Queue, Retry, ids
+from echomq import ArgumentError, Consumer, Queue, Retry, Unavailable, ids
 from echomq.checks import MAX_COUNT, MAX_MS
+from echomq.errors import translated
 from echomq.queue import MAX_MINUTES
 
 from .helpers import server_ms, snapshot
@@ -199,3 +202,30 @@ def test_set_result_answers_true_when_recorded_and_false_when_the_row_is_gone(q)
     assert q.job(jid)["result"] == [2]
     assert q.complete(jid, job.attempts) is True
     assert q.set_result(jid, job.attempts, [3]) is False
+
+
+# -- translated(): every redis-py error translate() maps ---------------------------
+
+def test_a_slot_not_covered_is_unavailable_like_the_other_cluster_errors():
+    """redis-py's SlotNotCoveredError (a cluster client whose slot map has no
+    node for a key's slot, mid failover) is a RedisClusterException, not a
+    RedisError; translate() maps it to Unavailable, and so must translated(),
+    which wraps every call the core sends (Batch.run asks the slot map
+    inside it), else it escapes as a raw redis-py error and a consumer,
+    which reconnects on Unavailable only, crashes."""
+    original = redis.exceptions.SlotNotCoveredError('Slot "1" is not covered by the cluster.')
+    with pytest.raises(Unavailable) as info:
+        with translated():
+            raise original
+    assert info.value.__cause__ is original
+    assert "SlotNotCoveredError" in str(info.value)
+
+
+def test_translated_leaves_other_errors_and_a_clean_exit_alone():
+    for exc in (ValueError("not ours"), ArgumentError("ours already"), KeyboardInterrupt()):
+        with pytest.raises(type(exc)) as info:
+            with translated():
+                raise exc
+        assert info.value is exc
+    with translated():
+        pass
