@@ -104,6 +104,13 @@ def test_invalid_tasks_are_refused():
         EchoMQTask(func=jobs.add.func, lane="who")
     with pytest.raises(InvalidTask, match="max_attempts"):
         EchoMQTask(func=jobs.add.func, max_attempts=0)
+    from echomq.checks import MAX_COUNT, MAX_MS
+
+    assert EchoMQTask(func=jobs.add.func, max_attempts=MAX_COUNT, backoff_ms=MAX_MS).max_attempts == MAX_COUNT
+    with pytest.raises(InvalidTask, match="max_attempts"):  # more than a retry takes
+        EchoMQTask(func=jobs.add.func, max_attempts=MAX_COUNT + 1)
+    with pytest.raises(InvalidTask, match="backoff_ms"):
+        EchoMQTask(func=jobs.add.func, backoff_ms=MAX_MS + 1)
 
 
 def test_lane_comes_from_the_named_argument(valkey):
@@ -165,6 +172,13 @@ def test_check_reports_ill_formed_queue_names_and_options(settings):
     settings.TASKS = {"default": {**settings.TASKS["default"], "QUEUES": ["default", "no spaces"],
                                   "OPTIONS": {"MAX_ATTEMPTS": 0}}}
     assert sorted(e.id for e in task_backends["default"].check()) == ["echomq.E001", "echomq.E002"]
+
+
+@pytest.mark.parametrize("options", [{"MAX_ATTEMPTS": 1_000_001}, {"BACKOFF_MS": 31_536_000_001},
+                                     {"LEASE_MS": 31_536_000_001}, {"LEASE_MS": 99}])
+def test_check_reports_options_above_what_the_queue_takes(settings, options):
+    settings.TASKS = {"default": {**settings.TASKS["default"], "OPTIONS": options}}
+    assert [e.id for e in task_backends["default"].check()] == ["echomq.E002"]
 
 
 def test_a_task_that_cannot_be_imported_fails_like_a_raising_one(valkey):

@@ -69,7 +69,7 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from echomq import JobNotFound, Queue, Retry, StaleToken, ids, keyspace, scripts
-from echomq.checks import MAX_MS, check_int, check_seconds, check_token
+from echomq.checks import MAX_COUNT, MAX_MS, check_int, check_seconds, check_token
 from echomq.errors import ArgumentError, InvalidName
 
 from . import get_client
@@ -241,10 +241,11 @@ class EchoMQBackend(BaseTaskBackend):
                 keyspace.check_queue(name)
             except InvalidName as exc:
                 errors.append(checks.Error(f"TASKS[{self.alias!r}] queue: {exc}", id="echomq.E001"))
-        if (not 0 < self.result_ttl_ms <= MAX_MS or self.max_attempts < 1 or self.backoff_ms < 0
-                or self.lease_ms < 100):
+        if (not 0 < self.result_ttl_ms <= MAX_MS or not 1 <= self.max_attempts <= MAX_COUNT
+                or not 0 <= self.backoff_ms <= MAX_MS or not 100 <= self.lease_ms <= MAX_MS):
             errors.append(checks.Error(f"TASKS[{self.alias!r}] OPTIONS: need 0 < RESULT_TTL <= {MAX_MS // 1000} "
-                                       "(a year), MAX_ATTEMPTS >= 1, BACKOFF_MS >= 0, LEASE_MS >= 100",
+                                       f"(a year), 1 <= MAX_ATTEMPTS <= {MAX_COUNT}, 0 <= BACKOFF_MS <= {MAX_MS}, "
+                                       f"100 <= LEASE_MS <= {MAX_MS}",
                                        id="echomq.E002"))
         return errors
 
@@ -258,10 +259,11 @@ class EchoMQBackend(BaseTaskBackend):
         lane = getattr(task, "lane", None)
         if lane is not None and lane not in signature(task.func).parameters:
             raise InvalidTask(f"lane {lane!r} is not an argument of {task.module_path}")
-        for name, minimum in (("max_attempts", 1), ("backoff_ms", 0)):
+        for name, minimum, most in (("max_attempts", 1, MAX_COUNT), ("backoff_ms", 0, MAX_MS)):
             value = getattr(task, name, None)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
-                raise InvalidTask(f"{name} must be an integer >= {minimum}, got {value!r}")
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or not minimum <= value <= most):
+                raise InvalidTask(f"{name} must be an integer in {minimum}..{most}, got {value!r}")
 
     def options_for(self, task) -> tuple[int, int]:
         """(max_attempts, backoff_ms) of a task, the backend's where unset."""
