@@ -15,6 +15,8 @@ process must exit non-zero), ``flow`` (a flow's jobs: a child leaves a result
 and, if its payload is ``kill`` and no process has yet, SIGKILLs its own
 process, its pid pushed on ``killed``; the parent records in ``parent-saw``
 how each child ended and pushes its id on ``parent-done``).
+Each process pushes its pid on ``ready`` just before its consumer starts, so
+a test can wait for every process before it enqueues.
 """
 import argparse
 import logging
@@ -94,6 +96,7 @@ def main(argv=None):
         def broken(*args):
             raise RuntimeError("a bug in the consumer's own code")
         consumer._settle = broken  # settling the acks that just went out
+    side.rpush("ready", os.getpid())
     consumer.run()
     side.rpush("exited", os.getpid())
     return 0
