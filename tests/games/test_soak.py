@@ -19,7 +19,7 @@ from games.guesses import submit
 from games.models import Guess, LedgerEntry, RoundEntry
 from games.workers import STATS_KEY
 
-from .procs import Proc, wait_for_progress
+from .procs import Proc, wait_for, wait_for_progress
 
 PLAYERS = int(os.environ.get("SOAK_PLAYERS", 50))
 GUESSES = int(os.environ.get("SOAK_GUESSES", 1000))
@@ -74,8 +74,15 @@ def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_ro
             connection.close()
 
     killer_thread = threading.Thread(target=killer, daemon=True)
-    killer_thread.start()
     try:
+        # The guesses go in, and the killing starts, once every worker
+        # consumes: on a loaded machine, where Django takes seconds to start,
+        # the run was otherwise over before two workers were up, and nothing
+        # was killed.
+        wait_for(lambda: all(w.ready("consumer scoreworker/cm started") for w in workers), timeout=120,
+                 what="the score workers to start")
+        started = time.monotonic()
+        killer_thread.start()
         with ThreadPoolExecutor(8) as pool:
             submitted = list(pool.map(one, plan))
         submit_s = time.monotonic() - started
@@ -90,7 +97,8 @@ def test_soak_kill_workers_every_half_second(valkey_server, make_player, make_ro
         wall_s = time.monotonic() - started
     finally:
         stop_killing.set()
-        killer_thread.join()
+        if killer_thread.ident is not None:
+            killer_thread.join()
         codes = [p.terminate() for p in (*workers, reaper)]
     logs = "\n".join(p.output() for p in (*workers, reaper))
 
