@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import random
 import secrets
 import socket
 import subprocess
@@ -188,8 +189,8 @@ def wait_ready(url: str, timeout: float = 10.0, proc: subprocess.Popen | None = 
                 return
         except redis.exceptions.BusyLoadingError:
             pass
-        except redis.exceptions.ConnectionError:
-            pass
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            pass  # not listening yet, or something else holds the port (``proc`` exits then)
         time.sleep(0.05)
     raise EmbeddedValkeyError(f"valkey-server did not answer at {redact(url)} within {timeout:.0f}s")
 
@@ -273,9 +274,36 @@ SLOTS = 16384
 CLUSTER_STATE = "cluster.json"
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out for outgoing connections."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default; macOS's is 49152
+
+
 def cluster_port() -> int:
-    """A free port whose cluster-bus port (port + 10000) exists too."""
-    return next(p for p in iter(free_port, None) if p + 10000 < 65536)
+    """A port free now whose cluster-bus port (port + 10000) is free too.
+    Both are drawn from below the kernel's ephemeral range where there is
+    room (10000..22767 by default), so no outgoing connection of this or
+    another process can take one between this check and the node's start;
+    a port handed out by ``bind(0)`` could be."""
+    top = _ephemeral_low() - 10001
+    rng = random.Random()
+    for _ in range(200 if top > 11000 else 0):
+        port = rng.randint(10000, top)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    return next(p for p in iter(free_port, None) if p + 10000 < 65536 and _bindable(p + 10000))
 
 
 def cluster_args(node_dir: Path, port: int, node_timeout_ms: int, appendonly: bool = True,
@@ -384,6 +412,7 @@ class LocalCluster:
         self.daemon = daemon
         self.appendonly = appendonly  # False only for a throwaway cluster (bench.cluster)
         count = primaries * (1 + replicas)
+        self._chosen = not ports  # ours to change if one is taken before its node starts
         self.ports = list(ports) if ports else []
         while len(self.ports) < count:
             port = cluster_port()
@@ -423,13 +452,32 @@ class LocalCluster:
         """Start every node; join them when they are new (no nodes.conf yet),
         else let them find each other again from their nodes.conf."""
         fresh = not any((self.node_dir(p) / "nodes.conf").exists() for p in self.ports)
-        for port in self.ports:
-            self.start_node(port)
+        self.start_nodes(fresh)
         if fresh:
             join_cluster(self.ports, self.primaries, password=self.password)
         else:
             self.wait_ok()
         return self
+
+    def start_nodes(self, fresh: bool) -> None:
+        """Start every node (of a daemon cluster, every one not running). A
+        fresh node on a port this cluster chose that cannot start (another
+        process took the port since it was checked) moves to another port,
+        twice at most."""
+        for i, port in enumerate(self.ports):
+            for attempt in range(3):
+                if self.daemon and self.alive(port):
+                    break
+                try:
+                    self.start_node(port)
+                    break
+                except EmbeddedValkeyError:
+                    if not (fresh and self._chosen) or attempt == 2:
+                        raise
+                    import shutil
+
+                    shutil.rmtree(self.node_dir(port), ignore_errors=True)
+                    port = self.ports[i] = next(p for p in iter(cluster_port, None) if p not in self.ports)
 
     def wait_ok(self, timeout: float = 60.0) -> None:
         """Until every live node serves all slots (after a restart or failover)."""
@@ -537,9 +585,7 @@ def ensure_cluster(directory: str | os.PathLike, *, primaries: int = 3, replicas
         cluster = LocalCluster(directory, primaries=primaries, replicas=replicas,
                                node_timeout_ms=node_timeout_ms, daemon=True,
                                ports=state["ports"] if state and state.get("primaries") == primaries else None)
-        for port in cluster.ports:
-            if not cluster.alive(port):
-                cluster.start_node(port)
+        cluster.start_nodes(fresh=not (state and state.get("primaries") == primaries))
         if not (state and state.get("primaries") == primaries):
             join_cluster(cluster.ports, primaries, password=secret)
         cluster.wait_ok()

@@ -14,9 +14,9 @@ from ..conftest import Server
 
 class ClusterServer(Server):
     def __init__(self):
-        # A cluster node also listens on port + 10000 (the cluster bus), so
-        # pick a port low enough for that to exist.
-        self._port = next(p for p in iter(embedded.free_port, None) if p + 10000 < 65536)
+        # A cluster node also listens on port + 10000 (the cluster bus): a
+        # port whose bus port is free too.
+        self._port = embedded.cluster_port()
         super().__init__()
 
     def start(self):

@@ -58,3 +58,53 @@ def test_the_local_cluster_asks_for_its_password(valkey_cluster):
     client = valkey_cluster.client()
     assert client.ping() and len(client.get_replicas()) == 3
     client.close()
+
+
+def test_cluster_ports_and_their_bus_ports_are_free_and_below_the_ephemeral_range():
+    low = embedded._ephemeral_low()
+    for _ in range(20):
+        port = embedded.cluster_port()
+        assert port + 10000 < low and embedded._bindable(port) and embedded._bindable(port + 10000)
+
+
+@pytest.mark.slow
+def test_a_fresh_node_whose_port_was_taken_moves_to_another(monkeypatch):
+    """Between choosing a port and starting its node, another process may
+    bind it: the node starts on another port, and the cluster forms."""
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    chosen = iter([busy])
+    real = embedded.cluster_port
+    monkeypatch.setattr(embedded, "cluster_port", lambda: next(chosen, None) or real())
+    cluster = embedded.LocalCluster(tempfile.mkdtemp(prefix="emq-moved-"), primaries=1, replicas=1)
+    try:
+        assert cluster.ports[0] == busy
+        cluster.start()
+        assert busy not in cluster.ports and len(set(cluster.ports)) == 2
+        assert not cluster.node_dir(busy).exists()
+        client = cluster.client()
+        assert client.set("k", "v") and len(client.get_replicas()) == 1
+        client.close()
+    finally:
+        cluster.stop(remove=True)
+        taken.close()
+
+
+def test_a_cluster_given_its_ports_does_not_move_them():
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))  # bound, not listening: connections to it are refused at once
+    cluster = embedded.LocalCluster(tempfile.mkdtemp(prefix="emq-given-"), primaries=1, replicas=0,
+                                    ports=[taken.getsockname()[1]])
+    try:
+        with pytest.raises(embedded.EmbeddedValkeyError, match="exited"):
+            cluster.start()
+        assert cluster.ports == [taken.getsockname()[1]]
+    finally:
+        cluster.stop(remove=True)
+        taken.close()
