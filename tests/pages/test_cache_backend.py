@@ -152,3 +152,44 @@ def test_clear_matches_the_key_prefix_literally(valkey):
     valkey.set("axxb:1:k", 1)
     assert [k for k in valkey.scan_iter(match=_glob_escape("a*b") + ":*")] == [b"a*b:1:k"]
     assert _glob_escape("{cm:cache}[x]?\\") == "{cm:cache}\\[x\\]\\?\\\\"
+
+
+@pytest.fixture
+def on_cluster(valkey_cluster, valkey_server, settings):
+    """The EchoMQ Valkey is the local cluster (no LOCATION: the cache rides on it)."""
+    from echomq.contrib import django as emq_django
+
+    settings.ECHOMQ = {**settings.ECHOMQ, "URL": valkey_cluster.url, "CLUSTER": True}
+    emq_django.reset_client(valkey_cluster.url, cluster=True)
+    client = emq_django.get_client()
+    client.flushall()
+    yield client
+    emq_django.reset_client(valkey_server.url)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prefix", ["{cm:cache}", "spread"])
+def test_on_a_cluster_every_method_works_with_keys_in_one_slot_or_many(on_cluster, prefix):
+    """The project's prefix puts every key in one slot; a prefix without a
+    hash tag spreads them over the three primaries, where MGET, MSET and
+    UNLINK of several keys would be refused (CROSSSLOT) if sent whole."""
+    from redis.cluster import RedisCluster
+
+    from echomq.contrib.django import get_queue
+
+    cache = ValkeyCache("", {"KEY_PREFIX": prefix})
+    assert isinstance(cache._cache.get_client(None), RedisCluster)
+    keys = [f"k{i}" for i in range(300)]
+    slots = {on_cluster.keyslot(cache.make_key(k)) for k in keys}
+    assert (len(slots) == 1) == (prefix == "{cm:cache}")
+    assert cache.set_many({k: {"n": i} for i, k in enumerate(keys)}) == []
+    on_cluster.set(cache.make_key("k5"), b"\x80\x04not json")  # a miss for itself alone
+    got = cache.get_many([*keys, "absent"])
+    assert len(got) == 299 and "k5" not in got and got["k299"] == {"n": 299}
+    cache.delete_many(keys[:100])
+    assert cache.get_many(keys[:100]) == {} and cache.get("k100") == {"n": 100}
+    assert cache.add("hits", 1) and cache.incr("hits", 4) == 5
+    job_id, _ = get_queue("default").enqueue(b"keep me")
+    assert cache.clear() is True
+    assert cache.get_many(keys) == {} and cache.get("hits") is None
+    assert get_queue("default").job(job_id)["state"] == "pending"  # the queue's keys stay
