@@ -1346,6 +1346,10 @@ class Consumer:
         deadline = time.monotonic() + self.grace_ms / 1000
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:  # started by one of those (a late _grow) before it ended: they end at once
+            late = self._threads[len(threads):]
+        for t in late:
+            t.join(max(0.0, deadline - time.monotonic()))
         for attempt in range(3):
             try:
                 self._cycle(claim=False)

@@ -210,20 +210,27 @@ def test_threads_added_as_the_consumer_stops_end_and_do_not_hold_up_the_stop(q):
     """A worker thread decides to add threads just as the consumer stops,
     and starts them after the shutdown handed out its stop sentinels: the
     stop must not wait the whole grace for them, and none may be left
-    running (they blocked on the run queue for ever)."""
+    running (they blocked on the run queue for ever) once ``run`` returns,
+    even one slow to get going (as on a loaded machine)."""
     q.enqueue_many([b"x"] * 2000)
-    in_window, fetcher = threading.Event(), []
+    in_window, fetcher, late = threading.Event(), [], []
     c = Consumer(q, lambda job: time.sleep(0.002), grace_ms=3000)  # adaptive concurrency
-    original = c._start_worker
+    original, work_loop = c._start_worker, c._work_loop
 
     def start_worker():
         if fetcher and threading.current_thread() is not fetcher[0]:
             in_window.set()       # a worker thread, between _grow's decision and the start
             c._stopping.wait()    # ... preempted here while the stop runs
             time.sleep(0.3)       # and _shutdown puts its sentinels
+            late.append(True)
         original()
 
-    c._start_worker = start_worker
+    def slow_work_loop():
+        if late:
+            time.sleep(0.2)       # a late thread, slow to get going
+        work_loop()
+
+    c._start_worker, c._work_loop = start_worker, slow_work_loop
     t = threading.Thread(target=c.run)
     fetcher.append(t)
     t.start()
