@@ -46,8 +46,11 @@ def browser():
     allow them while the browser is up (and only then)."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no system Chromium at {CHROMIUM} (apt-get install chromium; ./dev test does it)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # expect() does not follow a context's default timeout (its own is 5 s):
+    # the same 20 s, for pages waiting on workers that start slowly on a loaded machine.
+    expect.set_options(timeout=20_000)
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as pw:

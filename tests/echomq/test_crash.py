@@ -228,7 +228,8 @@ def test_cancel_stops_a_sleeping_handler_within_one_beat(r, workers):
     stopped = wait_for(lambda: r.blpop(["stopped"], timeout=1), timeout=10, what="the handler to stop")
     took = time.monotonic() - cancelled_at
     assert stopped[1].decode() == jid
-    assert took < 0.3 + 0.3, f"the handler stopped {took:.2f}s after the cancel; one beat is 0.3s"
+    # One beat (0.3 s) and its round trip, with slack for a loaded machine; without the beat it is 20 s.
+    assert took < 0.3 + 1.2, f"the handler stopped {took:.2f}s after the cancel; one beat is 0.3s"
     wait_for(lambda: "cancelled" in workers.output(proc), what="the consumer to log it")
     c = q.counts()
     assert (c["pending"], c["active"], c["scheduled"], c["dead"], c["completed"]) == (0, 0, 0, 0, 0)

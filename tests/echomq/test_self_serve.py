@@ -214,7 +214,7 @@ def test_threads_added_as_the_consumer_stops_end_and_do_not_hold_up_the_stop(q):
     even one slow to get going (as on a loaded machine)."""
     q.enqueue_many([b"x"] * 2000)
     in_window, fetcher, late = threading.Event(), [], []
-    c = Consumer(q, lambda job: time.sleep(0.002), grace_ms=3000)  # adaptive concurrency
+    c = Consumer(q, lambda job: time.sleep(0.002), grace_ms=30_000)  # adaptive concurrency
     original, work_loop = c._start_worker, c._work_loop
 
     def start_worker():
@@ -242,4 +242,4 @@ def test_threads_added_as_the_consumer_stops_end_and_do_not_hold_up_the_stop(q):
     alive = [w for w in c._threads if w.is_alive()]
     for _ in alive:
         c._runq.put(None)  # clean up
-    assert not alive and took < 2.5, f"stop took {took:.1f}s; {len(alive)} worker threads left running"
+    assert not alive and took < 10, f"stop took {took:.1f}s; {len(alive)} worker threads left running"

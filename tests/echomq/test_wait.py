@@ -53,10 +53,11 @@ def test_a_completion_wakes_the_waiter(q):
     assert q.wait(jid, 1) == "completed"  # ended before the call: answered at once from the record
 
 
-def test_wait_returns_within_50_ms_of_the_completion(q, any_server):
+def test_wait_returns_as_the_job_completes(q, any_server):
     """Ordering, not timing: as soon as it returns, the waiter enqueues a
     marker; a timer started when the complete call returns enqueues another
-    50 ms later. The waiter's marker is in first, every time."""
+    later (0.5 s: room for a loaded machine, still half a polling slice).
+    The waiter's marker is in first, every time."""
     for _ in range(3):
         jid, _ = q.enqueue(b"x")
         job = q.claim(lease_ms=60_000)
@@ -71,7 +72,7 @@ def test_wait_returns_within_50_ms_of_the_completion(q, any_server):
         while (q.job(jid) or {}).get("wait", 0) < 1:
             waiter.join(0.005)
         q.complete(jid, job.attempts)
-        timer = threading.Timer(0.05, lambda: order.append(q.enqueue(b"timer")[0]))
+        timer = threading.Timer(0.5, lambda: order.append(q.enqueue(b"timer")[0]))
         timer.start()
         waiter.join(30)
         timer.join(30)

@@ -92,6 +92,8 @@ def test_boards_heal_after_a_lost_aof_tail_and_a_flush(aof_server, make_player, 
 
     reaper = Proc(["run_reaper", "--interval-ms", "100", "--heal-every-s", "0.5"], aof_server.url, tmp_path, "reaper")
     try:
+        # The clock starts once the reaper runs: Django's start-up on a loaded machine is not the heal's.
+        wait_for(lambda: reaper.ready("reaper started"), timeout=120, what="the reaper to start")
         started = time.monotonic()
         wait_for(lambda: all(leaderboard.live(r.pk) == leaderboard.from_db(r.pk) for r in (rnd, other)),
                  timeout=HEAL_WITHIN_S, what="boards healed after the AOF tail was cut")
