@@ -452,11 +452,18 @@ class LocalCluster:
         """Start every node; join them when they are new (no nodes.conf yet),
         else let them find each other again from their nodes.conf."""
         fresh = not any((self.node_dir(p) / "nodes.conf").exists() for p in self.ports)
-        self.start_nodes(fresh)
-        if fresh:
-            join_cluster(self.ports, self.primaries, password=self.password)
-        else:
-            self.wait_ok()
+        try:
+            self.start_nodes(fresh)
+            if fresh:
+                join_cluster(self.ports, self.primaries, password=self.password)
+            else:
+                self.wait_ok()
+        except BaseException:
+            if not self.daemon:  # the nodes started so far are ours alone: none outlives the failure
+                for proc in self.procs.values():
+                    proc.kill()
+                    proc.wait(10)
+            raise
         return self
 
     def start_nodes(self, fresh: bool) -> None:

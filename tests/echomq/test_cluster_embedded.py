@@ -105,6 +105,26 @@ def test_a_cluster_given_its_ports_does_not_move_them():
         with pytest.raises(embedded.EmbeddedValkeyError, match="exited"):
             cluster.start()
         assert cluster.ports == [taken.getsockname()[1]]
+        assert all(p.poll() is not None for p in cluster.procs.values())
+    finally:
+        cluster.stop(remove=True)
+        taken.close()
+
+
+def test_a_cluster_that_fails_to_start_leaves_no_node_running():
+    """One node cannot start: the ones started before it are stopped, not
+    left running with nobody to stop them."""
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    ports = [embedded.cluster_port(), taken.getsockname()[1]]
+    cluster = embedded.LocalCluster(tempfile.mkdtemp(prefix="emq-half-"), primaries=1, replicas=1, ports=ports)
+    try:
+        with pytest.raises(embedded.EmbeddedValkeyError):
+            cluster.start()
+        assert len(cluster.procs) == 2 and all(p.poll() is not None for p in cluster.procs.values())
+        assert not embedded._answers(embedded.server_url(ports[0], cluster.password))
     finally:
         cluster.stop(remove=True)
         taken.close()
