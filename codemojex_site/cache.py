@@ -168,14 +168,19 @@ class ValkeyCache(RedisCache):
         self._options = {"serializer": JSONSerializer, **self._options}  # not written into settings.CACHES
         self._shape = _frozen(self._options)
 
+    @property
+    def _location(self) -> str:
+        """This cache's own LOCATION; empty: it lives on the EchoMQ Valkey."""
+        return self._servers[0] if self._servers else ""
+
     def _url(self) -> str:
         from django.conf import settings
 
         from echomq import embedded
         from echomq.contrib import django as emq
 
-        if self._servers and self._servers[0]:
-            return self._servers[0]
+        if self._location:
+            return self._location
         conf = getattr(settings, "ECHOMQ", {})
         url = emq._url or conf.get("URL") or embedded.running_url(conf.get("EMBEDDED_DIR") or "var/valkey")
         if not url:
@@ -192,7 +197,7 @@ class ValkeyCache(RedisCache):
         from echomq.contrib.django import is_cluster
 
         url = self._url()
-        cluster = not (self._servers and self._servers[0]) and is_cluster()
+        cluster = not self._location and is_cluster()
         shape = (url, cluster, self._shape)
         client = self._clients.get(shape)
         if client is None:
@@ -238,7 +243,7 @@ class ValkeyCache(RedisCache):
         send itself, and its script is loaded for the next time. Rides go
         out only where the queues' keys are too: the cache on the EchoMQ
         Valkey (no LOCATION of its own), not a cluster."""
-        if not rides or (self._servers and self._servers[0]):
+        if not rides or self._location:
             return self.get_many(keys, version)
         try:
             wrapper = self._cache
@@ -326,7 +331,7 @@ class ValkeyCache(RedisCache):
         holds the queues too, so there only the keys under this cache's
         KEY_PREFIX go (SCAN, then UNLINK in chunks)."""
         try:
-            if self._servers and self._servers[0]:
+            if self._location:
                 return super().clear()
             client = self._cache.get_client(None, write=True)
             chunk = []
